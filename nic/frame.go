@@ -1,0 +1,107 @@
+// Package nic defines pppfwd's packet I/O contract: fixed-size frames with
+// headroom, and the batch Port interface every backend (memport, afpacket,
+// afxdp, netmap, tap) implements.
+package nic
+
+import "errors"
+
+const (
+	// BufSize is the size of every frame buffer. It never changes after
+	// allocation, so buffers can be recycled between ports and workers.
+	BufSize = 2048
+	// Headroom is reserved in front of received data so that PPPoE (8 B),
+	// VLAN (4 B) and Ethernet (14 B) headers can be pushed in place.
+	Headroom = 128
+	// MaxData is the largest frame a Frame can carry after Headroom.
+	MaxData = BufSize - Headroom
+)
+
+// ErrNotSupported is returned (wrapped) by backends unavailable on this GOOS.
+var ErrNotSupported = errors.New("not supported on this platform")
+
+// Frame is one packet buffer. Data lives at Buf[Off:Off+Len]. Buf has length
+// BufSize and is owned by whoever holds the *Frame; a frame is never shared.
+type Frame struct {
+	Buf []byte
+	Off int
+	Len int
+	// Queue is the queue the frame was received on (set by Recv).
+	Queue uint16
+	// Aux is scratch space for the pipeline (e.g. the flow hash); ports
+	// neither read nor preserve it.
+	Aux uint32
+}
+
+// NewFrame allocates a frame with a BufSize buffer and Headroom offset.
+func NewFrame() *Frame {
+	return &Frame{Buf: make([]byte, BufSize), Off: Headroom}
+}
+
+// NewFrames allocates n frames backed by one contiguous allocation.
+func NewFrames(n int) []*Frame {
+	mem := make([]byte, n*BufSize)
+	fs := make([]Frame, n)
+	out := make([]*Frame, n)
+	for i := range fs {
+		fs[i] = Frame{Buf: mem[i*BufSize : (i+1)*BufSize : (i+1)*BufSize], Off: Headroom}
+		out[i] = &fs[i]
+	}
+	return out
+}
+
+// Data returns the frame's bytes. The slice aliases Buf and stays valid until
+// the frame is reset, pushed, pulled or handed to another owner.
+func (f *Frame) Data() []byte { return f.Buf[f.Off : f.Off+f.Len] }
+
+// Reset empties the frame and restores the default headroom.
+func (f *Frame) Reset() { f.Off, f.Len = Headroom, 0 }
+
+// SetData copies b into the frame after the default headroom. It returns
+// false (and leaves the frame empty) if b does not fit.
+func (f *Frame) SetData(b []byte) bool {
+	f.Off = Headroom
+	if len(b) > MaxData {
+		f.Len = 0
+		return false
+	}
+	f.Len = copy(f.Buf[Headroom:], b)
+	return true
+}
+
+// Push grows the frame by n bytes at the front and returns the new front
+// n bytes. It returns nil if the headroom is too small.
+func (f *Frame) Push(n int) []byte {
+	if n < 0 || n > f.Off {
+		return nil
+	}
+	f.Off -= n
+	f.Len += n
+	return f.Buf[f.Off : f.Off+n]
+}
+
+// Pull removes n bytes from the front. It returns false if the frame is shorter.
+func (f *Frame) Pull(n int) bool {
+	if n < 0 || n > f.Len {
+		return false
+	}
+	f.Off += n
+	f.Len -= n
+	return true
+}
+
+// Truncate shortens the frame to n bytes (n <= Len).
+func (f *Frame) Truncate(n int) {
+	if n >= 0 && n < f.Len {
+		f.Len = n
+	}
+}
+
+// Extend grows the frame by n bytes at the tail and returns them, or nil if
+// the buffer is too small.
+func (f *Frame) Extend(n int) []byte {
+	if n < 0 || f.Off+f.Len+n > len(f.Buf) {
+		return nil
+	}
+	f.Len += n
+	return f.Buf[f.Off+f.Len-n : f.Off+f.Len]
+}

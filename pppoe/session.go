@@ -1,0 +1,117 @@
+// Package pppoe implements pppfwd's PPPoE client (RFC 2516 discovery, PPP
+// LCP/PAP/CHAP/IPCP/IPv6CP), an access concentrator for labs and tests, and
+// the zero-allocation session encapsulation used on the fast path.
+package pppoe
+
+import (
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic"
+)
+
+// Session is the immutable snapshot of an established session that the
+// control plane publishes to the workers (atomic.Pointer).
+type Session struct {
+	ID        uint16
+	LocalMAC  [6]byte // our WAN MAC
+	PeerMAC   [6]byte // the AC's MAC
+	VLAN      uint16  // 0: untagged
+	VLANPrio  uint8   // 802.1p priority for tagged frames
+	LocalAddr uint32  // IPCP address (big-endian uint32)
+	PeerAddr  uint32
+	DNS       [2]uint32
+	MTU       int // negotiated PPP MTU (1492, or 1500 with RFC 4638)
+	Gen       uint64
+}
+
+// EncapLen is the bytes Encap pushes in front of an IPv4 packet.
+func (s *Session) EncapLen() int {
+	n := hdr.EthernetLen + hdr.PPPoELen + hdr.PPPLen
+	if s.VLAN != 0 {
+		n += hdr.VLANLen
+	}
+	return n
+}
+
+// Encap pushes Ethernet (+802.1Q) + PPPoE + PPP(IPv4) headers in front of
+// the IPv4 packet in f. It reports false if the headroom is too small.
+func (s *Session) Encap(f *nic.Frame) bool {
+	ipLen := f.Len
+	b := f.Push(s.EncapLen())
+	if b == nil {
+		return false
+	}
+	copy(b[0:6], s.PeerMAC[:])
+	copy(b[6:12], s.LocalMAC[:])
+	o := 12
+	if s.VLAN != 0 {
+		b[12], b[13] = 0x81, 0x00
+		tci := uint16(s.VLANPrio)<<13 | s.VLAN&0x0fff
+		b[14], b[15] = byte(tci>>8), byte(tci)
+		o = 16
+	}
+	b[o], b[o+1] = 0x88, 0x64
+	hdr.PPPoE(b[o+2:]).SetSession(s.ID, ipLen+hdr.PPPLen)
+	b[o+8], b[o+9] = 0x00, 0x21
+	return true
+}
+
+// DecapResult classifies a WAN frame for Decap.
+type DecapResult uint8
+
+const (
+	DecapIPv4     DecapResult = iota // IPv4 data: frame now starts at the IP header
+	DecapControl                     // discovery or PPP control: for the control plane
+	DecapIPv6                        // IPv6 data (not on the IPv4 fast path)
+	DecapBadFrame                    // malformed
+	DecapWrongSession                // another session or another AC
+	DecapNotPPPoE                    // not a PPPoE EtherType
+)
+
+// Decap strips Ethernet (+802.1Q) + PPPoE + PPP from a session data frame
+// of this session, leaving f at the IPv4 header trimmed to the PPPoE
+// length. Other frames are classified and left untouched.
+func (s *Session) Decap(f *nic.Frame) DecapResult {
+	b := f.Data()
+	eth := hdr.Ethernet(b)
+	if !eth.IsValid() {
+		return DecapBadFrame
+	}
+	o := hdr.EthernetLen
+	et := eth.Type()
+	if et == hdr.EtherTypeVLAN {
+		if len(b) < o+hdr.VLANLen {
+			return DecapBadFrame
+		}
+		v := hdr.VLAN(b[o-2:])
+		if s.VLAN != 0 && v.ID() != s.VLAN {
+			return DecapWrongSession
+		}
+		et = v.Type()
+		o += hdr.VLANLen
+	}
+	switch et {
+	case hdr.EtherTypePPPoESess:
+	case hdr.EtherTypePPPoEDisc:
+		return DecapControl
+	default:
+		return DecapNotPPPoE
+	}
+	p := hdr.PPPoE(b[o:])
+	if !p.IsValid() || p.Code() != 0 || p.Length() < hdr.PPPLen {
+		return DecapBadFrame
+	}
+	if p.SessionID() != s.ID || [6]byte(eth.Src()) != s.PeerMAC {
+		return DecapWrongSession
+	}
+	switch p.PPPProto() {
+	case hdr.PPPIPv4:
+	case hdr.PPPIPv6:
+		return DecapIPv6
+	default:
+		return DecapControl
+	}
+	n := int(p.Length()) - hdr.PPPLen
+	f.Pull(o + hdr.PPPoELen + hdr.PPPLen)
+	f.Truncate(n)
+	return DecapIPv4
+}
