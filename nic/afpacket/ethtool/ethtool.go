@@ -1,0 +1,60 @@
+// Package ethtool switches a network interface's offload features through
+// the SIOCETHTOOL ioctl (no ethtool binary needed). pppfwd turns off every
+// offload that coalesces frames (GRO, LRO, TSO, GSO) so that the dataplane
+// and the shaper never see superframes.
+package ethtool
+
+import "fmt"
+
+// Feature is an offload that can be read and switched with the legacy
+// per-feature ethtool commands.
+type Feature int
+
+// Features understood by Get and Set.
+const (
+	TSO Feature = iota // tcp-segmentation-offload (all TSO variants)
+	GSO                // generic-segmentation-offload
+	GRO                // generic-receive-offload (also clears rx-gro-hw)
+	LRO                // large-receive-offload
+	UFO                // udp-fragmentation-offload (gone from modern kernels)
+	numFeatures
+)
+
+// Coalescing lists the features that make the kernel hand up or accept
+// frames larger than the MTU. DisableCoalescing turns all of them off.
+var Coalescing = []Feature{GRO, LRO, TSO, GSO}
+
+var names = [numFeatures]string{"tso", "gso", "gro", "lro", "ufo"}
+
+func (f Feature) String() string {
+	if f >= 0 && f < numFeatures {
+		return names[f]
+	}
+	return fmt.Sprintf("feature(%d)", int(f))
+}
+
+// ParseFeature maps the short ethtool names (tso, gso, gro, lro, ufo) to a Feature.
+func ParseFeature(s string) (Feature, error) {
+	for i, n := range names {
+		if n == s {
+			return Feature(i), nil
+		}
+	}
+	return 0, fmt.Errorf("ethtool: unknown feature %q", s)
+}
+
+// DisableCoalescing switches off GRO, LRO, TSO and GSO on ifname. Features the
+// driver does not have (EOPNOTSUPP) or cannot change while already off are
+// ignored; any feature left on is reported in the error.
+func DisableCoalescing(ifname string) error {
+	for _, f := range Coalescing {
+		if err := Set(ifname, f, false); err != nil {
+			on, gerr := Get(ifname, f)
+			if gerr == nil && !on {
+				continue
+			}
+			return fmt.Errorf("ethtool: %s: cannot switch %s off: %w", ifname, f, err)
+		}
+	}
+	return nil
+}
