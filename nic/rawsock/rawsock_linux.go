@@ -1,0 +1,174 @@
+package rawsock
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conn is an AF_PACKET SOCK_RAW socket bound to one interface. ReadFrame
+// and WriteFrame may be called from different goroutines; concurrent
+// ReadFrames are serialized.
+type Conn struct {
+	f       *os.File
+	rc      syscall.RawConn
+	mac     [6]byte
+	ifindex int
+
+	rmu sync.Mutex
+	oob []byte
+}
+
+// Open opens a raw frame socket on interface ifname. When ethertypes are
+// given, a classic BPF filter admits only frames of those EtherTypes
+// (checked after any VLAN tag the kernel stripped, and also admitting
+// 802.1Q frames that kept their tag); otherwise every frame is received.
+func Open(ifname string, ethertypes ...uint16) (*Conn, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("rawsock: %w", err)
+	}
+	if len(ifi.HardwareAddr) != 6 {
+		return nil, fmt.Errorf("rawsock: %s is not an Ethernet interface", ifname)
+	}
+	// Protocol 0 receives nothing until bind, so no frame slips past the
+	// filter or arrives from another interface.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("rawsock: socket: %w", err)
+	}
+	fail := func(what string, err error) (*Conn, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("rawsock: %s: %w", what, err)
+	}
+	if len(ethertypes) > 0 {
+		prog := filter(ethertypes)
+		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
+			&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
+			return fail("attach filter", err)
+		}
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
+		return fail("PACKET_AUXDATA", err)
+	}
+	// Best effort (Linux >= 4.20); ReadFrame also skips PACKET_OUTGOING.
+	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+		return fail("bind", err)
+	}
+	f := os.NewFile(uintptr(fd), "rawsock:"+ifname)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("rawsock: %w", err)
+	}
+	c := &Conn{f: f, rc: rc, ifindex: ifi.Index, oob: make([]byte, unix.CmsgSpace(32))}
+	copy(c.mac[:], ifi.HardwareAddr)
+	return c, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// filter builds: ldh [12]; jeq t1 accept; ...; jeq 0x8100 accept; ret 0;
+// accept: ret 0x40000.
+func filter(types []uint16) []unix.SockFilter {
+	types = append(append([]uint16(nil), types...), 0x8100)
+	m := len(types)
+	p := []unix.SockFilter{{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 12}}
+	for i, t := range types {
+		p = append(p, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K,
+			Jt: uint8(m - i), K: uint32(t)})
+	}
+	return append(p, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: 0x40000})
+}
+
+// ReadFrame reads one frame into b (truncated if longer), waiting at most
+// timeout; on timeout the error matches ErrTimeout.
+func (c *Conn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if err := c.f.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return 0, err
+	}
+	for {
+		var n, oobn int
+		var from unix.Sockaddr
+		var rerr error
+		err := c.rc.Read(func(fd uintptr) bool {
+			n, oobn, _, from, rerr = unix.Recvmsg(int(fd), b, c.oob, 0)
+			return rerr != unix.EAGAIN
+		})
+		if err != nil {
+			return 0, err
+		}
+		if rerr != nil {
+			return 0, fmt.Errorf("rawsock: recvmsg: %w", rerr)
+		}
+		if sll, ok := from.(*unix.SockaddrLinklayer); ok && sll.Pkttype == unix.PACKET_OUTGOING {
+			continue
+		}
+		if n > len(b) {
+			n = len(b)
+		}
+		return c.restoreVLAN(b, n, c.oob[:oobn]), nil
+	}
+}
+
+// restoreVLAN re-inserts a tag that the kernel moved into PACKET_AUXDATA.
+func (c *Conn) restoreVLAN(b []byte, n int, oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil || n < 12 {
+		return n
+	}
+	for _, m := range msgs {
+		// struct tpacket_auxdata: status u32, len u32, snaplen u32,
+		// mac u16, net u16, vlan_tci u16, vlan_tpid u16.
+		if m.Header.Level != unix.SOL_PACKET || m.Header.Type != unix.PACKET_AUXDATA || len(m.Data) < 20 {
+			continue
+		}
+		status := binary.NativeEndian.Uint32(m.Data[0:])
+		tci := binary.NativeEndian.Uint16(m.Data[16:])
+		tpid := binary.NativeEndian.Uint16(m.Data[18:])
+		if status&unix.TP_STATUS_VLAN_VALID == 0 && tci == 0 {
+			return n
+		}
+		if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 || tpid == 0 {
+			tpid = 0x8100
+		}
+		end := min(n+4, len(b))
+		copy(b[16:end], b[12:n])
+		binary.BigEndian.PutUint16(b[12:], tpid)
+		binary.BigEndian.PutUint16(b[14:], tci)
+		return end
+	}
+	return n
+}
+
+// WriteFrame sends one complete Ethernet frame on the bound interface.
+func (c *Conn) WriteFrame(b []byte) error {
+	var werr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		_, werr = unix.Write(int(fd), b)
+		return werr != unix.EAGAIN
+	})
+	if err != nil {
+		return err
+	}
+	if werr != nil {
+		return fmt.Errorf("rawsock: write: %w", werr)
+	}
+	return nil
+}
+
+// HardwareAddr returns the interface's MAC address.
+func (c *Conn) HardwareAddr() [6]byte { return c.mac }
+
+// Close closes the socket; a blocked ReadFrame returns.
+func (c *Conn) Close() error { return c.f.Close() }

@@ -1,0 +1,119 @@
+package pppoe
+
+import (
+	"fmt"
+	"time"
+)
+
+// AuthProto is a set of PPP authentication protocols.
+type AuthProto uint8
+
+// Authentication protocols. MS-CHAPv2 is not implemented (it needs MD4).
+const (
+	AuthPAP AuthProto = 1 << iota
+	AuthCHAPMD5
+	// AuthAny allows every implemented protocol.
+	AuthAny = AuthPAP | AuthCHAPMD5
+)
+
+func (a AuthProto) String() string {
+	switch a {
+	case 0:
+		return "none"
+	case AuthPAP:
+		return "PAP"
+	case AuthCHAPMD5:
+		return "CHAP-MD5"
+	case AuthAny:
+		return "PAP|CHAP-MD5"
+	}
+	return fmt.Sprintf("auth(%#x)", uint8(a))
+}
+
+// State is the client's connection state.
+type State uint8
+
+// Client states, in the order a connection goes through them.
+const (
+	StateIdle      State = iota // not running
+	StateDiscovery              // sending PADI, collecting PADOs
+	StateRequest                // PADR sent, waiting for PADS
+	StateLCP                    // session id known, LCP negotiating
+	StateAuth                   // LCP opened, authenticating
+	StateNetwork                // authenticated, IPCP/IPv6CP negotiating
+	StateUp                     // IPCP opened, session published
+	StateHoldoff                // waiting before the next attempt
+	StateClosing                // shutting down (LCP Terminate, PADT)
+)
+
+var stateNames = [...]string{"idle", "discovery", "request", "lcp", "auth", "network", "up", "holdoff", "closing"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// ClientCounters are the client's monotonic counters.
+type ClientCounters struct {
+	PADISent, PADOReceived, PADRSent, PADSReceived uint64
+	PADTSent, PADTReceived, PADTIgnored             uint64
+	StalePADTSent                                   uint64 // PADT for a persisted session before PADI
+	ServiceNameErrors, ACSystemErrors, GenericErrors uint64
+	SessionsUp                                      uint64
+	Reconnects                                      uint64
+	AuthFailures                                    uint64
+	EchoSent, EchoReplies, EchoTimeouts             uint64 // EchoTimeouts: links dropped for missed echoes
+	ProtocolRejectsSent, CodeRejectsSent            uint64
+	BadFrames                                       uint64 // undecodable frames
+	OtherFrames                                     uint64 // frames for another session/AC, ignored
+}
+
+// Status is a snapshot of the client's state for monitoring.
+type Status struct {
+	State     State
+	SessionID uint16
+	ACMAC     [6]byte
+	ACName    string
+	// LastError describes why the last attempt failed (e.g.
+	// "authentication failed (CHAP): Authentication failure"); it is kept
+	// after the session comes back up.
+	LastError string
+	// AuthFailures counts consecutive authentication failures; the
+	// holdoff before the next attempt grows with it.
+	AuthFailures int
+	AuthProto    AuthProto
+	EchoRTT      time.Duration // last LCP echo round trip
+	MTU          int           // negotiated MTU (min of both MRUs)
+	MaxPayload   bool          // RFC 4638 PPP-Max-Payload accepted by the AC
+	LocalAddr    uint32
+	PeerAddr     uint32
+	DNS          [2]uint32
+	LocalIfID    [8]byte // IPv6CP interface identifiers (zero when not negotiated)
+	PeerIfID     [8]byte
+	UpSince      time.Time
+	Counters     ClientCounters
+}
+
+// SessionInfo describes one session of the access concentrator.
+type SessionInfo struct {
+	ID         uint16
+	PeerMAC    [6]byte
+	User       string
+	Addr       uint32 // assigned client address, 0 until IPCP opens
+	Up         bool   // IPCP opened
+	MTU        int
+	MaxPayload bool
+	PeerIfID   [8]byte
+}
+
+// ServerCounters are the access concentrator's monotonic counters.
+type ServerCounters struct {
+	PADIReceived, PADOSent, PADRReceived, PADSSent uint64
+	PADTSent, PADTReceived                         uint64
+	AuthOK, AuthFailed                             uint64
+	SessionsUp                                     uint64
+	IPv4In, IPv4Out                                uint64
+	BadFrames, Dropped                             uint64
+}
