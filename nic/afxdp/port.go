@@ -1,0 +1,93 @@
+package afxdp
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/pppfwd/pppfwd/nic"
+)
+
+// ErrQueue is returned for a queue index outside [0, Queues()).
+var ErrQueue = errors.New("afxdp: no such queue")
+
+// Port is a nic.Port over one AF_XDP socket per queue. Each queue must be
+// used by one goroutine at a time (Recv, Send and Wait of the same queue
+// never run concurrently); different queues need no coordination.
+type Port struct {
+	name     string
+	qs       []*xsk
+	closed   atomic.Bool
+	mode     Mode
+	zeroCopy bool
+	sys      portSys
+}
+
+var _ nic.Port = (*Port)(nil)
+
+// Name returns the interface name.
+func (p *Port) Name() string { return p.name }
+
+// Queues returns the number of queues (sockets) of the port.
+func (p *Port) Queues() int { return len(p.qs) }
+
+// Mode returns the XDP attach mode in use (ModeNative or ModeGeneric).
+func (p *Port) Mode() Mode { return p.mode }
+
+// ZeroCopy reports whether the sockets are bound in zero-copy mode.
+func (p *Port) ZeroCopy() bool { return p.zeroCopy }
+
+// Recv copies up to len(frames) received frames of queue q into frames,
+// each at nic.Headroom, and returns how many it filled. It never blocks.
+func (p *Port) Recv(q int, frames []*nic.Frame) (int, error) {
+	if uint(q) >= uint(len(p.qs)) {
+		return 0, ErrQueue
+	}
+	if p.closed.Load() {
+		return 0, ErrClosed
+	}
+	return p.qs[q].recv(frames), nil
+}
+
+// Send copies frames into queue q's TX ring, kicks the kernel once and
+// returns how many frames were accepted. Frames past that count were not
+// taken because the TX ring or the UMEM's TX chunks are full (reaped again
+// on the next Send). The frames stay owned by the caller.
+func (p *Port) Send(q int, frames []*nic.Frame) (int, error) {
+	if uint(q) >= uint(len(p.qs)) {
+		return 0, ErrQueue
+	}
+	if p.closed.Load() {
+		return 0, ErrClosed
+	}
+	return p.qs[q].send(frames), nil
+}
+
+// Drops returns how many frames were dropped (or events seen) for reason,
+// summed over the queues.
+func (p *Port) Drops(reason DropReason) uint64 {
+	if reason < 0 || reason >= numDropReasons {
+		return 0
+	}
+	var n uint64
+	for _, x := range p.qs {
+		n += x.st.drops[reason].Load()
+	}
+	return n
+}
+
+// Stats sums the queues' counters. RxDrops adds the kernel's own counts
+// (XDP_STATISTICS: RX ring full, fill ring empty, invalid descriptors) to
+// the port's RX drops; TxDrops counts refused and bad frames.
+func (p *Port) Stats() nic.Stats {
+	var s nic.Stats
+	for _, x := range p.qs {
+		s.RxPackets += x.st.rxPackets.Load()
+		s.RxBytes += x.st.rxBytes.Load()
+		s.TxPackets += x.st.txPackets.Load()
+		s.TxBytes += x.st.txBytes.Load()
+		s.RxDrops += x.st.drops[DropRxBadDesc].Load() + x.st.drops[DropRxTooBig].Load()
+		s.TxDrops += x.st.drops[DropTxBadFrame].Load() + x.st.drops[DropTxRingFull].Load()
+	}
+	s.RxDrops += p.sys.kernelRxDrops()
+	return s
+}
