@@ -65,8 +65,10 @@ type LineConfig struct {
 	Routed bool
 	// MTU of all four veth ends (default 1500).
 	MTU int
-	// KeepOffloads leaves GRO/TSO/GSO as the kernel set them. By default
-	// they are switched off on every end so no superframes travel.
+	// KeepOffloads leaves GRO/TSO/GSO and tx checksumming as the kernel
+	// set them. By default they are switched off on every end so that no
+	// superframes travel and every frame carries a finished L4 checksum
+	// (a packet-socket forwarder cannot finish CHECKSUM_PARTIAL frames).
 	KeepOffloads bool
 	// Queues is the number of RX and TX queues of each veth (default 1).
 	Queues int

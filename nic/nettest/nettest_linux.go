@@ -289,7 +289,7 @@ func (ns *NS) MAC(ifname string) (string, error) {
 	return ifi.HardwareAddr.String(), nil
 }
 
-// SetFeature switches one offload (tso, gso, gro, lro) of an interface.
+// SetFeature switches one offload (tso, gso, gro, lro, tx) of an interface.
 func (ns *NS) SetFeature(ifname, feature string, on bool) error {
 	f, err := ethtool.ParseFeature(feature)
 	if err != nil {
@@ -395,6 +395,9 @@ func (l *Lab) NewLine(cfg LineConfig) (*Line, error) {
 		}
 		if !cfg.KeepOffloads {
 			if err := e.ns.DisableOffloads(e.ifn); err != nil {
+				return nil, err
+			}
+			if err := e.ns.SetFeature(e.ifn, "tx", false); err != nil {
 				return nil, err
 			}
 		}

@@ -77,7 +77,7 @@ func TestIntegrationLineRouted(t *testing.T) {
 	if after, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); string(after) != string(rootFwd) {
 		t.Fatalf("root ip_forward changed: %q -> %q", rootFwd, after)
 	}
-	for _, f := range []string{"tso", "gso", "gro"} {
+	for _, f := range []string{"tso", "gso", "gro", "tx"} {
 		on, err := ln.R.Feature(ln.RA, f)
 		if err != nil {
 			t.Fatal(err)

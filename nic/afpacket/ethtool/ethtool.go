@@ -17,6 +17,10 @@ const (
 	GRO                // generic-receive-offload (also clears rx-gro-hw)
 	LRO                // large-receive-offload
 	UFO                // udp-fragmentation-offload (gone from modern kernels)
+	// TxCsum is tx-checksumming. When on, a veth peer hands up frames
+	// whose L4 checksum is only the pseudo-header sum (CHECKSUM_PARTIAL);
+	// a packet socket forwarding them sends them on unfinished.
+	TxCsum
 	numFeatures
 )
 
@@ -24,7 +28,7 @@ const (
 // frames larger than the MTU. DisableCoalescing turns all of them off.
 var Coalescing = []Feature{GRO, LRO, TSO, GSO}
 
-var names = [numFeatures]string{"tso", "gso", "gro", "lro", "ufo"}
+var names = [numFeatures]string{"tso", "gso", "gro", "lro", "ufo", "tx"}
 
 func (f Feature) String() string {
 	if f >= 0 && f < numFeatures {
@@ -33,7 +37,7 @@ func (f Feature) String() string {
 	return fmt.Sprintf("feature(%d)", int(f))
 }
 
-// ParseFeature maps the short ethtool names (tso, gso, gro, lro, ufo) to a Feature.
+// ParseFeature maps the short ethtool names (tso, gso, gro, lro, ufo, tx) to a Feature.
 func ParseFeature(s string) (Feature, error) {
 	for i, n := range names {
 		if n == s {

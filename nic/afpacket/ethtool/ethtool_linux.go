@@ -16,8 +16,8 @@ const (
 	flagLRO   = 1 << 15
 )
 
-var getCmd = [numFeatures]uint32{TSO: 0x1e, GSO: 0x23, GRO: 0x2b, LRO: cmdGFLAGS, UFO: 0x21}
-var setCmd = [numFeatures]uint32{TSO: 0x1f, GSO: 0x24, GRO: 0x2c, LRO: cmdSFLAGS, UFO: 0x22}
+var getCmd = [numFeatures]uint32{TSO: 0x1e, GSO: 0x23, GRO: 0x2b, LRO: cmdGFLAGS, UFO: 0x21, TxCsum: 0x16}
+var setCmd = [numFeatures]uint32{TSO: 0x1f, GSO: 0x24, GRO: 0x2c, LRO: cmdSFLAGS, UFO: 0x22, TxCsum: 0x17}
 
 // Get reports whether feature f is on for ifname.
 func Get(ifname string, f Feature) (bool, error) {
