@@ -1,14 +1,22 @@
-// Package shaper is pppfwd's FQ-CoDel scheduler (RFC 8290) with a rate
-// limiter whose rate is shared by every worker (a global token bucket from
-// which workers lease credit in chunks). It depends on nothing of pppfwd's
-// but a Clock, and handles packets through the Ops the caller provides.
+// Package shaper is pppfwd's FQ-CoDel scheduler (RFC 8290, with RFC 8289
+// CoDel per flow queue) and a rate limiter whose rate is shared by every
+// worker: a global token bucket from which workers lease credit in chunks
+// (see Bucket). It depends on nothing of pppfwd's but a Clock, and handles
+// packets through the Ops the caller provides.
 //
-// STAND-IN: this file fixes the API the worker uses; issue 5 replaces the
-// implementation behind it (today: FIFO, no rate).
+// Behaviour follows Linux fq_codel (defaults, new/old flow lists, drop
+// batches from the fattest queue on overlimit) plus, from sch_cake, link
+// overhead compensation (Overhead, ParseOverhead) and per-host fairness
+// (Config.HostFair: a flow's DRR quantum is divided by the number of active
+// flows of its host, so a host with 100 flows gets what a host with one
+// gets). Not built: diffserv tins, the ACK filter, ce_threshold.
+//
+// An FQCoDel is used by one goroutine; only the Bucket is shared. Nothing is
+// allocated per packet: packets sit in slots preallocated for Config.Limit
+// packets, linked by index.
 package shaper
 
-// Clock returns monotonic nanoseconds.
-type Clock interface{ Now() int64 }
+import "math"
 
 // Ops lets the shaper handle caller packets.
 type Ops[T any] interface {
@@ -21,78 +29,475 @@ type Ops[T any] interface {
 	Drop(p T)
 }
 
-// Config configures one FQ-CoDel instance. Zero fields take Linux
-// fq_codel's defaults.
-type Config struct {
-	Flows    int   // flow queues (1024)
-	Quantum  int   // DRR quantum in bytes (1514)
-	Target   int64 // CoDel target, ns (5 ms)
-	Interval int64 // CoDel interval, ns (100 ms)
-	NoECN    bool  // ECN marking is on unless set
-	Limit    int   // packet limit (10240)
-	MemLimit int   // byte limit (32 MiB)
-	HostFair bool  // per-host fairness first, then per-flow
-}
+// DropReason says why the shaper discarded a packet.
+type DropReason uint8
 
-// Bucket is the rate shared by all workers of one direction.
-type Bucket struct {
-	rate uint64
-}
+const (
+	DropOverlimit DropReason = iota // packet limit reached: head drop from the fattest queue
+	DropMemLimit                    // memory limit reached: head drop from the fattest queue
+	DropCoDel                       // CoDel drop (sojourn above target for an interval)
+	NumDropReasons
+)
 
-// NewBucket returns a bucket for rateBits bits per second; 0 means unlimited.
-func NewBucket(rateBits uint64, clk Clock) *Bucket { return &Bucket{rate: rateBits} }
+var dropReasonNames = [NumDropReasons]string{"overlimit", "memlimit", "codel"}
+
+// String returns the reason's counter name.
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropReasonNames[r]
+	}
+	return "unknown"
+}
 
 // Stats are one instance's counters.
 type Stats struct {
 	Enqueued, Dequeued, Dropped, Marked uint64
 	Backlog                             int
+	BacklogBytes                        int64
+	Drops                               [NumDropReasons]uint64 // Dropped by reason
+	Leases                              uint64                 // successful Bucket leases
+	RateLimited                         uint64                 // Dequeue calls stopped by the rate
 }
+
+const (
+	nilIdx = -1
+	fpBits = 16 // DRR deficits are fixed point: bytes << fpBits
+
+	listNone = 0
+	listNew  = 1
+	listOld  = 2
+)
+
+type slot[T any] struct {
+	p    T
+	ts   int64 // enqueue time
+	next int32
+	size int32 // Ops.Len
+	wire int32 // Overhead.WireLen(size)
+}
+
+type codelVars struct {
+	count, lastCount uint32
+	dropping         bool
+	firstAbove       int64 // 0: sojourn not above target
+	dropNext         int64
+}
+
+type flowQ struct {
+	head, tail int32
+	next       int32 // link in the new or old list
+	qlen       int32
+	backlog    int64
+	deficit    int64 // fixed point
+	host       int32
+	list       uint8
+	cv         codelVars
+}
+
+type flowList struct{ head, tail int32 }
 
 // FQCoDel is one worker's scheduler for one direction.
 type FQCoDel[T any] struct {
-	ops   Ops[T]
-	q     []T
-	head  int
+	ops     Ops[T]
+	clk     Clock
+	b       *Bucket
+	limited bool
+	cfg     Config
+	ecn     bool
+	quantum int64 // fixed point
+	mtu     int64
+
+	slots []slot[T]
+	free  int32
+	flows []flowQ
+	hosts []int32 // active flows per host slot (HostFair)
+	newL  flowList
+	oldL  flowList
+
+	qlen    int
+	mem     int64
+	credit  int64 // leased bytes not yet spent
+	blocked bool  // the last Dequeue stopped for lack of credit
+
 	stats Stats
-	limit int
 }
 
-// New returns a scheduler. b may be nil (no rate limit).
+// New returns a scheduler. b may be nil (no rate limit). cfg's zero fields
+// take Linux fq_codel's defaults; New panics if cfg.Validate fails.
 func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
-	if cfg.Limit == 0 {
-		cfg.Limit = 10240
+	if err := cfg.Validate(); err != nil {
+		panic(err)
 	}
-	return &FQCoDel[T]{ops: ops, q: make([]T, 0, cfg.Limit), limit: cfg.Limit}
+	cfg = cfg.WithDefaults()
+	if clk == nil {
+		clk = MonoClock{}
+	}
+	s := &FQCoDel[T]{
+		ops:     ops,
+		clk:     clk,
+		b:       b,
+		limited: b != nil && b.rate > 0,
+		cfg:     cfg,
+		ecn:     !cfg.NoECN,
+		quantum: int64(cfg.Quantum) << fpBits,
+		mtu:     int64(cfg.Quantum),
+		slots:   make([]slot[T], cfg.Limit),
+		flows:   make([]flowQ, cfg.Flows),
+		newL:    flowList{nilIdx, nilIdx},
+		oldL:    flowList{nilIdx, nilIdx},
+	}
+	if cfg.HostFair {
+		s.hosts = make([]int32, cfg.Flows)
+	}
+	for i := range s.slots {
+		s.slots[i].next = int32(i + 1)
+	}
+	s.slots[len(s.slots)-1].next = nilIdx
+	for i := range s.flows {
+		s.flows[i] = flowQ{head: nilIdx, tail: nilIdx, next: nilIdx, host: nilIdx}
+	}
+	return s
 }
+
+// Config returns the configuration in use (defaults applied).
+func (s *FQCoDel[T]) Config() Config { return s.cfg }
+
+// reduce maps a 32-bit hash onto [0, n) (Lemire's multiply-shift, as
+// Linux's reciprocal_scale).
+func reduce(h uint32, n int) int32 { return int32((uint64(h) * uint64(n)) >> 32) }
 
 // Enqueue adds a packet of the given flow (5-tuple hash) and host (LAN
-// host hash, for per-host fairness).
+// host hash, for per-host fairness) at the clock's current time.
 func (s *FQCoDel[T]) Enqueue(p T, flowHash, hostHash uint32) {
-	if len(s.q) == s.limit {
-		s.ops.Drop(p)
-		s.stats.Dropped++
+	s.EnqueueAt(p, flowHash, hostHash, s.clk.Now())
+}
+
+// EnqueueAt is Enqueue with the time given by the caller (a worker that read
+// the same Clock once for its batch).
+func (s *FQCoDel[T]) EnqueueAt(p T, flowHash, hostHash uint32, now int64) {
+	if s.free == nilIdx {
+		s.dropFattest(DropOverlimit)
+	}
+	size := s.ops.Len(p)
+	idx := s.free
+	sl := &s.slots[idx]
+	s.free = sl.next
+	sl.p, sl.ts, sl.next = p, now, nilIdx
+	sl.size, sl.wire = int32(size), int32(s.cfg.Overhead.WireLen(size))
+
+	fi := reduce(flowHash, len(s.flows))
+	f := &s.flows[fi]
+	if f.tail == nilIdx {
+		f.head = idx
+	} else {
+		s.slots[f.tail].next = idx
+	}
+	f.tail = idx
+	f.qlen++
+	f.backlog += int64(size)
+	s.qlen++
+	s.mem += int64(size)
+	s.stats.Enqueued++
+
+	if f.list == listNone {
+		if s.hosts != nil {
+			h := reduce(hostHash, len(s.hosts))
+			f.host = h
+			s.hosts[h]++
+		}
+		f.deficit = s.flowQuantum(f)
+		s.push(&s.newL, fi, listNew)
+	}
+	if s.mem > int64(s.cfg.MemLimit) {
+		s.dropFattest(DropMemLimit)
+	}
+}
+
+// flowQuantum is the DRR replenishment of f (fixed point).
+func (s *FQCoDel[T]) flowQuantum(f *flowQ) int64 {
+	if s.hosts == nil || f.host == nilIdx {
+		return s.quantum
+	}
+	if n := int64(s.hosts[f.host]); n > 1 {
+		return s.quantum / n
+	}
+	return s.quantum
+}
+
+func (s *FQCoDel[T]) push(l *flowList, fi int32, which uint8) {
+	f := &s.flows[fi]
+	f.next = nilIdx
+	f.list = which
+	if l.tail == nilIdx {
+		l.head = fi
+	} else {
+		s.flows[l.tail].next = fi
+	}
+	l.tail = fi
+}
+
+// popList removes the head of l.
+func (s *FQCoDel[T]) popList(l *flowList) int32 {
+	fi := l.head
+	l.head = s.flows[fi].next
+	if l.head == nilIdx {
+		l.tail = nilIdx
+	}
+	s.flows[fi].next = nilIdx
+	return fi
+}
+
+// popHead unlinks f's head packet and returns its slot (nilIdx if empty).
+func (s *FQCoDel[T]) popHead(f *flowQ) int32 {
+	idx := f.head
+	if idx == nilIdx {
+		return nilIdx
+	}
+	sl := &s.slots[idx]
+	f.head = sl.next
+	if f.head == nilIdx {
+		f.tail = nilIdx
+	}
+	f.qlen--
+	f.backlog -= int64(sl.size)
+	s.qlen--
+	s.mem -= int64(sl.size)
+	return idx
+}
+
+// release returns a slot to the free list and forgets its packet.
+func (s *FQCoDel[T]) release(idx int32) {
+	var zero T
+	sl := &s.slots[idx]
+	sl.p = zero
+	sl.next = s.free
+	s.free = idx
+}
+
+func (s *FQCoDel[T]) drop(idx int32, why DropReason) {
+	s.ops.Drop(s.slots[idx].p)
+	s.release(idx)
+	s.stats.Dropped++
+	s.stats.Drops[why]++
+}
+
+// dropFattest drops from the head of the queue holding the most bytes, up to
+// DropBatch packets or until half its backlog is gone (Linux fq_codel_drop).
+func (s *FQCoDel[T]) dropFattest(why DropReason) {
+	best, max := int32(nilIdx), int64(0)
+	for i := range s.flows {
+		if b := s.flows[i].backlog; b > max {
+			best, max = int32(i), b
+		}
+	}
+	if best == nilIdx {
 		return
 	}
-	s.q = append(s.q, p)
-	s.stats.Enqueued++
+	f := &s.flows[best]
+	threshold := max >> 1
+	var dropped int64
+	for i := 0; i < s.cfg.DropBatch && dropped < threshold; i++ {
+		idx := s.popHead(f)
+		if idx == nilIdx {
+			break
+		}
+		dropped += int64(s.slots[idx].size)
+		s.drop(idx, why)
+	}
+}
+
+// pick runs the DRR over the new and old lists and returns the flow to serve
+// next (deficit > 0, not empty), or nilIdx when no flow has packets.
+func (s *FQCoDel[T]) pick() int32 {
+	for {
+		var l *flowList
+		switch {
+		case s.newL.head != nilIdx:
+			l = &s.newL
+		case s.oldL.head != nilIdx:
+			l = &s.oldL
+		default:
+			return nilIdx
+		}
+		fi := l.head
+		f := &s.flows[fi]
+		if f.deficit <= 0 {
+			f.deficit += s.flowQuantum(f)
+			s.popList(l)
+			s.push(&s.oldL, fi, listOld)
+			continue
+		}
+		if f.qlen > 0 {
+			return fi
+		}
+		// Empty: CoDel leaves dropping state; a new flow passes through the
+		// old list once (RFC 8290 4.2) so it cannot regain priority at once.
+		f.cv.dropping, f.cv.firstAbove = false, 0
+		s.popList(l)
+		if l == &s.newL && s.oldL.head != nilIdx {
+			s.push(&s.oldL, fi, listOld)
+			continue
+		}
+		f.list = listNone
+		if s.hosts != nil && f.host != nilIdx {
+			s.hosts[f.host]--
+			f.host = nilIdx
+		}
+	}
+}
+
+// shouldDrop is RFC 8289's dodequeue test for the packet in slot idx.
+func (s *FQCoDel[T]) shouldDrop(idx int32, now int64, cv *codelVars) bool {
+	if idx == nilIdx {
+		cv.firstAbove = 0
+		return false
+	}
+	if now-s.slots[idx].ts < s.cfg.Target || s.mem <= s.mtu {
+		cv.firstAbove = 0
+		return false
+	}
+	if cv.firstAbove == 0 {
+		cv.firstAbove = now + s.cfg.Interval
+		return false
+	}
+	return now >= cv.firstAbove
+}
+
+func (s *FQCoDel[T]) controlLaw(t int64, count uint32) int64 {
+	return t + int64(float64(s.cfg.Interval)/math.Sqrt(float64(count)))
+}
+
+// codelDequeue is RFC 8289's dequeue on flow f: it returns the slot of the
+// packet to send (nilIdx if CoDel dropped what was left), dropping or
+// ECN-marking on the way.
+func (s *FQCoDel[T]) codelDequeue(f *flowQ, now int64) int32 {
+	cv := &f.cv
+	idx := s.popHead(f)
+	drop := s.shouldDrop(idx, now, cv)
+	if idx == nilIdx {
+		cv.dropping = false
+		return nilIdx
+	}
+	if cv.dropping {
+		if !drop {
+			cv.dropping = false
+			return idx
+		}
+		for cv.dropping && now >= cv.dropNext {
+			cv.count++
+			if s.ecn && s.ops.MarkCE(s.slots[idx].p) {
+				s.stats.Marked++
+				cv.dropNext = s.controlLaw(cv.dropNext, cv.count)
+				return idx
+			}
+			s.drop(idx, DropCoDel)
+			idx = s.popHead(f)
+			if !s.shouldDrop(idx, now, cv) {
+				cv.dropping = false
+			} else {
+				cv.dropNext = s.controlLaw(cv.dropNext, cv.count)
+			}
+		}
+		return idx
+	}
+	if drop {
+		if s.ecn && s.ops.MarkCE(s.slots[idx].p) {
+			s.stats.Marked++
+		} else {
+			s.drop(idx, DropCoDel)
+			idx = s.popHead(f)
+			s.shouldDrop(idx, now, cv)
+		}
+		cv.dropping = true
+		delta := cv.count - cv.lastCount
+		if delta > 1 && delta < 1<<31 && now-cv.dropNext < 16*s.cfg.Interval {
+			cv.count = delta
+		} else {
+			cv.count = 1
+		}
+		cv.lastCount = cv.count
+		cv.dropNext = s.controlLaw(now, cv.count)
+	}
+	return idx
 }
 
 // Dequeue fills out with packets the rate allows now and returns how many.
-func (s *FQCoDel[T]) Dequeue(out []T) int {
-	n := copy(out, s.q[s.head:])
-	s.head += n
-	if s.head == len(s.q) {
-		s.q, s.head = s.q[:0], 0
+func (s *FQCoDel[T]) Dequeue(out []T) int { return s.DequeueAt(out, s.clk.Now()) }
+
+// DequeueAt is Dequeue with the time given by the caller (same Clock).
+func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
+	n := 0
+	s.blocked = false
+	for n < len(out) {
+		fi := s.pick()
+		if fi == nilIdx {
+			break
+		}
+		f := &s.flows[fi]
+		if s.limited {
+			if w := int64(s.slots[f.head].wire); s.credit < w {
+				g, _ := s.b.Lease(now, w-s.credit)
+				if g == 0 {
+					s.blocked = true
+					s.stats.RateLimited++
+					break
+				}
+				s.credit += g
+				s.stats.Leases++
+			}
+		}
+		idx := s.codelDequeue(f, now)
+		if idx == nilIdx {
+			continue
+		}
+		sl := &s.slots[idx]
+		out[n] = sl.p
+		n++
+		f.deficit -= int64(sl.wire) << fpBits
+		s.credit -= int64(sl.wire)
+		s.release(idx)
+	}
+	if s.limited && s.qlen == 0 && s.credit > 0 {
+		s.b.Return(s.credit)
+		s.credit = 0
 	}
 	s.stats.Dequeued += uint64(n)
 	return n
 }
 
 // Len returns the number of queued packets.
-func (s *FQCoDel[T]) Len() int { return len(s.q) - s.head }
+func (s *FQCoDel[T]) Len() int { return s.qlen }
 
-// NextSend returns when Dequeue can next return a packet (0: now or empty).
-func (s *FQCoDel[T]) NextSend() int64 { return 0 }
+// NextSend returns when Dequeue can next return a packet: 0 when the queue
+// is empty or a packet may go now; otherwise the clock time the rate allows
+// the next one (a time already past also means now). Other workers leasing
+// meanwhile may push it later: ask again after Dequeue.
+func (s *FQCoDel[T]) NextSend() int64 {
+	if s.qlen == 0 || !s.blocked {
+		return 0
+	}
+	return s.b.Ready()
+}
+
+// Flush drops every queued packet (shutdown, reconfiguration); they are
+// counted as overlimit drops.
+func (s *FQCoDel[T]) Flush() {
+	for i := range s.flows {
+		f := &s.flows[i]
+		for idx := s.popHead(f); idx != nilIdx; idx = s.popHead(f) {
+			s.drop(idx, DropOverlimit)
+		}
+	}
+	if s.limited && s.credit > 0 {
+		s.b.Return(s.credit)
+		s.credit = 0
+	}
+}
 
 // Stats returns the counters.
-func (s *FQCoDel[T]) Stats() Stats { st := s.stats; st.Backlog = s.Len(); return st }
+func (s *FQCoDel[T]) Stats() Stats {
+	st := s.stats
+	st.Backlog = s.qlen
+	st.BacklogBytes = s.mem
+	return st
+}
