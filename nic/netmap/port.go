@@ -455,3 +455,12 @@ func (p *Port) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Config selects what Open binds.
+type Config struct {
+	// Queues is the number of NIC ring pairs to bind, one fd each
+	// (NR_REG_ONE_NIC ring q for queue q); 0 binds all of them.
+	Queues int
+	// Exclusive asks the kernel for exclusive access (NR_EXCLUSIVE).
+	Exclusive bool
+}
