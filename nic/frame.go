@@ -54,7 +54,7 @@ func NewFrames(n int) []*Frame {
 func (f *Frame) Data() []byte { return f.Buf[f.Off : f.Off+f.Len] }
 
 // Reset empties the frame and restores the default headroom.
-func (f *Frame) Reset() { f.Off, f.Len = Headroom, 0 }
+func (f *Frame) Reset() { f.Off, f.Len, f.Aux = Headroom, 0, 0 }
 
 // SetData copies b into the frame after the default headroom. It returns
 // false (and leaves the frame empty) if b does not fit.

@@ -1,0 +1,130 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+// Config configures an Engine. Zero fields take the documented defaults.
+type Config struct {
+	Workers  int // worker threads, one LAN/WAN TX queue each (1)
+	Batch    int // frames per batch (64)
+	RingSize int // inter-core ring slots (1024)
+
+	LAN nic.Port // Queues() >= Workers; RX queue k is worker k's (RSS)
+	WAN nic.Port // Queues() >= Workers; RX queues are read by steering
+
+	RouterMAC  [6]byte // the router's LAN MAC
+	RouterAddr uint32  // the router's LAN address
+	LANNet     uint32  // LAN prefix
+	LANBits    int     // LAN prefix length
+
+	// PortLo..PortHi is the external port / ICMP id space split among
+	// workers (1024..65535).
+	PortLo, PortHi uint16
+	// NAT returns worker w's table for its range; nil uses nat.New with
+	// the LAN prefix and the range.
+	NAT func(w int, r nat.Range) (*nat.Table, error)
+	// Owner maps an external port/ICMP id to its worker; nil derives it
+	// from the ranges.
+	Owner *[65536]uint8
+
+	NoMSSClamp bool // TCP MSS clamping to the PPPoE MTU is on by default
+
+	// Shaping: 0 rate disables a direction's shaper.
+	UpRate, DownRate uint64 // bits per second
+	Shaper           shaper.Config
+	Clock            shaper.Clock // nil: monotonic clock
+
+	ICMPRate  int // ICMP errors per second per worker (1000)
+	ICMPBurst int // (100)
+
+	// PoolFrames is the number of frames per worker (derived from the
+	// shaper limit and ring sizes when 0).
+	PoolFrames int
+
+	// Pin, if set, pins the calling thread to cpu (workers call it with
+	// their index). ThreadCPU, if set, returns the calling thread's CPU
+	// time in ns; the engine reports it per worker.
+	Pin       func(cpu int) error
+	ThreadCPU func() int64
+	// Steer selects where WAN steering runs: SteerInline (worker 0 polls
+	// the WAN between its own batches) or SteerThread (a thread of its own).
+	Steer SteerMode
+}
+
+// SteerMode chooses the steering thread.
+type SteerMode uint8
+
+const (
+	SteerInline SteerMode = iota
+	SteerThread
+)
+
+func (c *Config) setDefaults() error {
+	if c.Workers <= 0 {
+		c.Workers = 1
+	}
+	if c.Workers > 255 {
+		return errors.New("dataplane: at most 255 workers")
+	}
+	if c.Batch <= 0 {
+		c.Batch = 64
+	}
+	if c.RingSize <= 0 {
+		c.RingSize = 1024
+	}
+	if c.RingSize < 2*c.Batch {
+		c.RingSize = 2 * c.Batch
+	}
+	if c.LAN == nil || c.WAN == nil {
+		return errors.New("dataplane: LAN and WAN ports are required")
+	}
+	if c.LAN.Queues() < c.Workers || c.WAN.Queues() < c.Workers {
+		return fmt.Errorf("dataplane: %d workers need as many queues (LAN %d, WAN %d)",
+			c.Workers, c.LAN.Queues(), c.WAN.Queues())
+	}
+	if c.LANBits < 0 || c.LANBits > 32 {
+		return fmt.Errorf("dataplane: LAN prefix length %d", c.LANBits)
+	}
+	if c.PortLo == 0 && c.PortHi == 0 {
+		c.PortLo, c.PortHi = 1024, 65535
+	}
+	if int(c.PortHi)-int(c.PortLo) < c.Workers {
+		return errors.New("dataplane: port range smaller than the worker count")
+	}
+	if c.ICMPRate == 0 {
+		c.ICMPRate = 1000
+	}
+	if c.ICMPBurst == 0 {
+		c.ICMPBurst = 100
+	}
+	if c.Clock == nil {
+		c.Clock = monoClock{}
+	}
+	if c.PoolFrames == 0 {
+		limit := c.Shaper.Limit
+		if limit == 0 {
+			limit = 10240
+		}
+		c.PoolFrames = 4*c.Batch + c.RingSize
+		if c.UpRate != 0 {
+			c.PoolFrames += limit
+		}
+		if c.DownRate != 0 {
+			c.PoolFrames += limit
+		}
+	}
+	return nil
+}
+
+func (c *Config) lanMask() uint32 {
+	if c.LANBits == 0 {
+		return 0
+	}
+	return ^uint32(0) << (32 - c.LANBits)
+}

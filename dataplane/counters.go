@@ -1,0 +1,155 @@
+package dataplane
+
+import "sync/atomic"
+
+// Reason is why a frame was dropped (or diverted). Drops are counted per
+// reason and per worker; nothing is logged per packet.
+type Reason uint8
+
+const (
+	DropBadEthernet  Reason = iota // shorter than an Ethernet header
+	DropNotOurMAC                  // unicast to another MAC
+	DropBadIPv4                    // version, header or total length wrong
+	DropBadChecksum                // IPv4 header checksum wrong
+	DropIPOptions                  // IPv4 options (not handled on the fast path)
+	DropFragment                   // IPv4 fragment (no reassembly on the fast path)
+	DropMartian                    // LAN source outside the LAN prefix
+	DropTTLExceeded                // TTL expired (an ICMP error may be sent)
+	DropNoSession                  // PPPoE session down
+	DropTooBig                     // larger than the PPPoE MTU with DF set (ICMP sent)
+	DropNAT                        // NAT refused (see the NAT's own counters)
+	DropNATReject                  // NAT table/host limit (ICMP admin-prohibited sent)
+	DropNoNeighbor                 // LAN next hop unresolved (ARP sent via the exception path)
+	DropBadPPPoE                   // malformed PPPoE/PPP header
+	DropWrongSession               // other session id or AC MAC
+	DropNotForUs                   // WAN IPv4 not addressed to the session address
+	DropUnsupported                // protocol the fast path does not forward (IPv6, VLAN on LAN)
+	DropShaper                     // dropped by FQ-CoDel (limits / CoDel)
+	DropTxFull                     // TX ring full
+	DropRingFull                   // inter-core ring full
+	DropException                  // exception path queue full
+	DropNoBuffer                   // frame pool empty
+	DropHeadroom                   // not enough headroom to encapsulate
+	numReasons
+)
+
+var reasonNames = [numReasons]string{
+	"bad_ethernet", "not_our_mac", "bad_ipv4", "bad_checksum", "ip_options",
+	"fragment", "martian", "ttl_exceeded", "no_session", "too_big", "nat",
+	"nat_reject", "no_neighbor", "bad_pppoe", "wrong_session", "not_for_us",
+	"unsupported", "shaper", "tx_full", "ring_full", "exception_full",
+	"no_buffer", "headroom",
+}
+
+// String returns the reason's stable name (used in JSON).
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Reasons lists every drop reason.
+func Reasons() []Reason {
+	out := make([]Reason, numReasons)
+	for i := range out {
+		out[i] = Reason(i)
+	}
+	return out
+}
+
+// Counters are one thread's packet counters. The owner updates the plain
+// fields and publishes them once per loop iteration; other goroutines read
+// only the published copy.
+type Counters struct {
+	RxLAN, RxWAN    uint64 // frames taken from the LAN port / from steering
+	TxLAN, TxWAN    uint64 // frames handed to the LAN / WAN port
+	Exception       uint64 // frames sent to the exception (control/host) path
+	ICMPSent        uint64 // ICMP errors generated
+	ICMPRateLimited uint64 // ICMP errors suppressed by the rate limit
+	Clamped         uint64 // TCP SYNs whose MSS was clamped
+	Redirected      uint64 // frames handed to another worker
+	Drops           [numReasons]uint64
+	CPUNanos        uint64 // thread CPU time since start (if measured)
+	SteerPackets    uint64 // frames classified by steering on this thread
+	SteerNanos      uint64 // time spent steering on this thread
+}
+
+// counterCell is where an owner publishes its Counters for readers.
+type counterCell struct {
+	w   [countersWords]atomic.Uint64
+	cpu atomic.Uint64
+}
+
+const countersWords = 11 + int(numReasons)
+
+func (c *Counters) words() [countersWords]uint64 {
+	var w [countersWords]uint64
+	w[0], w[1], w[2], w[3] = c.RxLAN, c.RxWAN, c.TxLAN, c.TxWAN
+	w[4], w[5], w[6], w[7] = c.Exception, c.ICMPSent, c.ICMPRateLimited, c.Clamped
+	w[8], w[9], w[10] = c.Redirected, c.SteerPackets, c.SteerNanos
+	copy(w[11:], c.Drops[:])
+	return w
+}
+
+// publish makes the owner's counters visible to load.
+func (p *counterCell) publish(c *Counters) {
+	w := c.words()
+	for i := range w {
+		p.w[i].Store(w[i])
+	}
+}
+
+// load returns the last published counters (safe from any goroutine).
+func (p *counterCell) load() Counters {
+	var s Counters
+	var w [countersWords]uint64
+	for i := range w {
+		w[i] = p.w[i].Load()
+	}
+	s.CPUNanos = p.cpu.Load()
+	s.RxLAN, s.RxWAN, s.TxLAN, s.TxWAN = w[0], w[1], w[2], w[3]
+	s.Exception, s.ICMPSent, s.ICMPRateLimited, s.Clamped = w[4], w[5], w[6], w[7]
+	s.Redirected, s.SteerPackets, s.SteerNanos = w[8], w[9], w[10]
+	copy(s.Drops[:], w[11:])
+	return s
+}
+
+// Add accumulates o into c (for totals).
+func (c *Counters) Add(o *Counters) {
+	c.RxLAN += o.RxLAN
+	c.RxWAN += o.RxWAN
+	c.TxLAN += o.TxLAN
+	c.TxWAN += o.TxWAN
+	c.Exception += o.Exception
+	c.ICMPSent += o.ICMPSent
+	c.ICMPRateLimited += o.ICMPRateLimited
+	c.Clamped += o.Clamped
+	c.Redirected += o.Redirected
+	c.SteerPackets += o.SteerPackets
+	c.SteerNanos += o.SteerNanos
+	c.CPUNanos += o.CPUNanos
+	for i := range c.Drops {
+		c.Drops[i] += o.Drops[i]
+	}
+}
+
+// TotalDrops sums the drops over every reason.
+func (c Counters) TotalDrops() uint64 {
+	var t uint64
+	for _, d := range c.Drops {
+		t += d
+	}
+	return t
+}
+
+// DropMap returns the non-zero drops by reason name.
+func (c Counters) DropMap() map[string]uint64 {
+	m := map[string]uint64{}
+	for i, d := range c.Drops {
+		if d != 0 {
+			m[Reason(i).String()] = d
+		}
+	}
+	return m
+}

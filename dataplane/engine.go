@@ -1,0 +1,305 @@
+package dataplane
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/pppoe"
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+// Engine runs the workers and steering over a LAN and a WAN port.
+type Engine struct {
+	cfg       Config
+	workers   []*Worker
+	owner     *[65536]uint8
+	ranges    []nat.Range
+	session   atomic.Pointer[pppoe.Session]
+	neighbors atomic.Pointer[Neighbors]
+	neighMu   sync.Mutex
+
+	steerLinks []*Link   // steering -> worker k
+	redirect   [][]*Link // worker i -> worker j
+	excLinks   []*Link   // worker k -> control (LAN exceptions)
+	ctlLink    *Link     // steering -> control (WAN control frames)
+	inject     *Link     // control -> worker 0 (frames to send)
+	injectMu   sync.Mutex
+	injectPool *Pool
+
+	steerCounters Counters
+	steerPub      counterCell
+	steer         *steerer
+	upBucket      *shaper.Bucket
+	downBucket    *shaper.Bucket
+
+	stop    atomic.Bool
+	wg      sync.WaitGroup
+	started bool
+	errMu   sync.Mutex
+	err     error
+}
+
+// New builds an engine; Start runs it.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg}
+	e.ranges = nat.Partition(cfg.Workers, cfg.PortLo, cfg.PortHi)
+	if cfg.Owner != nil {
+		e.owner = cfg.Owner
+	} else {
+		e.owner = new([65536]uint8)
+		for w, r := range e.ranges {
+			for p := int(r.Lo); p < int(r.Hi); p++ {
+				e.owner[p] = uint8(w)
+			}
+		}
+	}
+	if cfg.UpRate != 0 {
+		e.upBucket = shaper.NewBucket(cfg.UpRate, cfg.Clock)
+	}
+	if cfg.DownRate != 0 {
+		e.downBucket = shaper.NewBucket(cfg.DownRate, cfg.Clock)
+	}
+	n := cfg.Workers
+	e.steerLinks = make([]*Link, n)
+	e.excLinks = make([]*Link, n)
+	e.redirect = make([][]*Link, n)
+	for i := 0; i < n; i++ {
+		e.steerLinks[i] = NewLink(cfg.RingSize)
+		e.excLinks[i] = NewLink(cfg.RingSize / 4)
+		e.redirect[i] = make([]*Link, n)
+		for j := 0; j < n; j++ {
+			if i != j {
+				e.redirect[i][j] = NewLink(cfg.RingSize / 4)
+			}
+		}
+	}
+	e.ctlLink = NewLink(cfg.RingSize / 4)
+	e.inject = NewLink(cfg.RingSize / 4)
+	e.injectPool = NewPool(cfg.RingSize/4, cfg.RingSize/2)
+	e.steer = newSteerer(e, &e.steerCounters)
+	e.steer.clock = cfg.Clock.Now
+	e.neighbors.Store(NewNeighbors(nil))
+	for i := 0; i < n; i++ {
+		w, err := newWorker(e, i)
+		if err != nil {
+			return nil, err
+		}
+		e.workers = append(e.workers, w)
+	}
+	if cfg.Steer == SteerInline {
+		e.steer.c = &e.workers[0].c
+	}
+	return e, nil
+}
+
+// Workers returns the workers (for stats).
+func (e *Engine) Workers() []*Worker { return e.workers }
+
+// Owner returns the external port -> worker table steering uses.
+func (e *Engine) Owner() *[65536]uint8 { return e.owner }
+
+// Ranges returns each worker's external port range.
+func (e *Engine) Ranges() []nat.Range { return e.ranges }
+
+// SetSession publishes a new PPPoE session snapshot (nil: session down).
+// Workers pick it up at their next batch; an address change flushes NAT.
+func (e *Engine) SetSession(s *pppoe.Session) { e.session.Store(s) }
+
+// Session returns the current snapshot.
+func (e *Engine) Session() *pppoe.Session { return e.session.Load() }
+
+// SetNeighbor adds or replaces a LAN neighbor (copy-on-write).
+func (e *Engine) SetNeighbor(ip uint32, mac [6]byte) {
+	e.neighMu.Lock()
+	defer e.neighMu.Unlock()
+	m := e.neighbors.Load().Map()
+	if old, ok := m[ip]; ok && old == mac {
+		return
+	}
+	m[ip] = mac
+	e.neighbors.Store(NewNeighbors(m))
+}
+
+// SetNeighbors replaces the whole LAN neighbor table.
+func (e *Engine) SetNeighbors(m map[uint32][6]byte) {
+	e.neighMu.Lock()
+	defer e.neighMu.Unlock()
+	e.neighbors.Store(NewNeighbors(m))
+}
+
+// Start launches the worker threads (and the steering thread if
+// SteerThread).
+func (e *Engine) Start() {
+	if e.started {
+		return
+	}
+	e.started = true
+	for _, w := range e.workers {
+		e.wg.Add(1)
+		go w.run()
+	}
+	if e.cfg.Steer == SteerThread {
+		e.wg.Add(1)
+		go e.runSteer()
+	}
+}
+
+// Stop stops every thread and waits for them.
+func (e *Engine) Stop() error {
+	e.stop.Store(true)
+	e.wg.Wait()
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	return e.err
+}
+
+func (e *Engine) fail(err error) {
+	e.errMu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	e.errMu.Unlock()
+	e.stop.Store(true)
+}
+
+func (e *Engine) runSteer() {
+	defer e.wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if e.cfg.Pin != nil {
+		if err := e.cfg.Pin(e.cfg.Workers % runtime.NumCPU()); err != nil {
+			e.fail(err)
+			return
+		}
+	}
+	var cpu0 int64
+	if e.cfg.ThreadCPU != nil {
+		cpu0 = e.cfg.ThreadCPU()
+	}
+	idle := 0
+	for !e.stop.Load() {
+		if e.steer.poll() == 0 {
+			idle = backoff(idle)
+		} else {
+			idle = 0
+		}
+		e.steerPub.publish(&e.steerCounters)
+	}
+	if e.cfg.ThreadCPU != nil {
+		e.steerPub.cpu.Store(uint64(e.cfg.ThreadCPU() - cpu0))
+	}
+	e.steerPub.publish(&e.steerCounters)
+}
+
+// SteerCounters returns the steering thread's counters (SteerThread mode).
+func (e *Engine) SteerCounters() Counters {
+	return e.steerPub.load()
+}
+
+// Totals sums all counters (workers and steering thread).
+func (e *Engine) Totals() Counters {
+	var t Counters
+	for _, w := range e.workers {
+		c := w.Counters()
+		t.Add(&c)
+	}
+	if e.cfg.Steer == SteerThread {
+		c := e.SteerCounters()
+		t.Add(&c)
+	}
+	return t
+}
+
+// Dir tells the control plane where a frame came from or goes.
+type Dir uint8
+
+const (
+	FromWAN Dir = iota // control frames steered off the WAN
+	FromLAN            // exceptions from the LAN side
+	ToWAN              // frame to send on the WAN
+	ToLAN              // frame to send on the LAN
+)
+
+// PollControl hands every pending control (WAN) and exception (LAN) frame
+// to fn and returns how many it handled. It must be called from a single
+// goroutine (the control plane). fn must not retain the frame or its data.
+func (e *Engine) PollControl(fn func(d Dir, b []byte)) int {
+	var buf [32]*nic.Frame
+	total := 0
+	poll := func(l *Link, d Dir) {
+		for {
+			n := l.Data.Pop(buf[:])
+			for _, f := range buf[:n] {
+				fn(d, f.Data())
+			}
+			// Give the same frames back: the control plane keeps none.
+			for k := 0; k < n; {
+				k += l.Ret.Push(buf[k:n])
+				if k < n {
+					runtime.Gosched()
+				}
+			}
+			total += n
+			if n < len(buf) {
+				return
+			}
+		}
+	}
+	poll(e.ctlLink, FromWAN)
+	for _, l := range e.excLinks {
+		poll(l, FromLAN)
+	}
+	return total
+}
+
+// ErrInjectFull is returned when the injection ring is full.
+var ErrInjectFull = errors.New("dataplane: injection ring full")
+
+// Send queues a frame (Ethernet header included) for transmission on the
+// WAN (ToWAN) or LAN (ToLAN) by worker 0. Safe for concurrent use; for the
+// control plane and the host-stack path, not for bulk traffic.
+func (e *Engine) Send(d Dir, b []byte) error {
+	e.injectMu.Lock()
+	defer e.injectMu.Unlock()
+	var buf [32]*nic.Frame
+	for {
+		n := e.inject.Ret.Pop(buf[:])
+		e.injectPool.PutN(buf[:n])
+		if n < len(buf) {
+			break
+		}
+	}
+	f := e.injectPool.Get()
+	if f == nil {
+		return ErrInjectFull
+	}
+	if !f.SetData(b) {
+		e.injectPool.Put(f)
+		return errors.New("dataplane: frame too large")
+	}
+	f.Aux = uint32(d)
+	if e.inject.Data.Push([]*nic.Frame{f}) == 0 {
+		e.injectPool.Put(f)
+		return ErrInjectFull
+	}
+	return nil
+}
+
+func backoff(idle int) int {
+	idle++
+	switch {
+	case idle < 64:
+	case idle < 256:
+		runtime.Gosched()
+	default:
+		sleepIdle()
+	}
+	return idle
+}

@@ -1,0 +1,203 @@
+package dataplane
+
+import (
+	"encoding/binary"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic"
+)
+
+// Steering targets other than a worker index.
+const (
+	toControl = -1 // PPPoE discovery, PPP control protocols, non-PPPoE
+	toDrop    = -2 // counted as DropBadPPPoE
+	toIPv6    = -3 // PPP IPv6 data: not forwarded by the IPv4 fast path
+)
+
+// classify reads fixed offsets of a WAN frame and returns the worker that
+// owns it (by inner destination port, ICMP echo id, or for ICMP errors the
+// embedded header's source port/id), or a negative target. It never reads
+// past b. Frames whose inner packet cannot be keyed cheaply (IP options,
+// later fragments, truncated headers) go to worker 0, whose full parser
+// drops and counts them.
+func classify(b []byte, owner *[65536]uint8) int {
+	if len(b) < hdr.EthernetLen {
+		return toDrop
+	}
+	o := 12
+	et := binary.BigEndian.Uint16(b[o:])
+	if et == hdr.EtherTypeVLAN {
+		if len(b) < 18 {
+			return toDrop
+		}
+		o = 16
+		et = binary.BigEndian.Uint16(b[o:])
+	}
+	if et != hdr.EtherTypePPPoESess {
+		return toControl
+	}
+	p := o + 2
+	if len(b) < p+hdr.PPPoELen+hdr.PPPLen || b[p] != 0x11 || b[p+1] != 0 {
+		return toDrop
+	}
+	switch binary.BigEndian.Uint16(b[p+6:]) {
+	case hdr.PPPIPv4:
+	case hdr.PPPIPv6:
+		return toIPv6
+	default:
+		return toControl
+	}
+	ip := p + hdr.PPPoELen + hdr.PPPLen
+	if len(b) < ip+hdr.IPv4MinLen+8 || b[ip] != 0x45 ||
+		binary.BigEndian.Uint16(b[ip+6:])&0x1fff != 0 {
+		return 0
+	}
+	l4 := ip + hdr.IPv4MinLen
+	switch b[ip+9] {
+	case hdr.ProtoTCP, hdr.ProtoUDP:
+		return int(owner[binary.BigEndian.Uint16(b[l4+2:])])
+	case hdr.ProtoICMP:
+		switch b[l4] {
+		case hdr.ICMPEchoReply, hdr.ICMPEcho:
+			return int(owner[binary.BigEndian.Uint16(b[l4+4:])])
+		case hdr.ICMPDestUnreach, hdr.ICMPTimeExceeded, hdr.ICMPParamProblem:
+			in := l4 + hdr.ICMPLen
+			if len(b) < in+hdr.IPv4MinLen+8 || b[in] != 0x45 {
+				return 0
+			}
+			switch b[in+9] {
+			case hdr.ProtoTCP, hdr.ProtoUDP:
+				return int(owner[binary.BigEndian.Uint16(b[in+hdr.IPv4MinLen:])])
+			case hdr.ProtoICMP:
+				return int(owner[binary.BigEndian.Uint16(b[in+hdr.IPv4MinLen+4:])])
+			}
+		}
+	}
+	return 0
+}
+
+// steerer moves WAN frames from the WAN port's RX queues to the owning
+// workers' rings in batches. It runs on worker 0's thread (SteerInline) or
+// a thread of its own (SteerThread); only that thread touches it.
+type steerer struct {
+	wan     nic.Port
+	owner   *[65536]uint8
+	links   []*Link // one per worker
+	ctl     *Link   // control-plane frames (consumer: the control goroutine)
+	pool    *Pool
+	rx      []*nic.Frame
+	out     [][]*nic.Frame // pending batch per worker
+	ctlOut  []*nic.Frame
+	batch   int
+	nextQ   int
+	c       *Counters
+	clock   func() int64
+	rearm   []*nic.Frame
+	minFree int
+}
+
+func newSteerer(e *Engine, c *Counters) *steerer {
+	s := &steerer{
+		wan:   e.cfg.WAN,
+		owner: e.owner,
+		links: e.steerLinks,
+		ctl:   e.ctlLink,
+		batch: e.cfg.Batch,
+		c:     c,
+		rx:    make([]*nic.Frame, e.cfg.Batch),
+		rearm: make([]*nic.Frame, e.cfg.Batch),
+	}
+	// Enough frames to fill every ring and the control ring, plus a batch.
+	n := (len(e.steerLinks)+1)*e.cfg.RingSize + 2*e.cfg.Batch
+	s.pool = NewPool(n, n)
+	s.out = make([][]*nic.Frame, len(e.steerLinks))
+	for i := range s.out {
+		s.out[i] = make([]*nic.Frame, 0, e.cfg.Batch)
+	}
+	s.ctlOut = make([]*nic.Frame, 0, e.cfg.Batch)
+	s.minFree = e.cfg.Batch
+	return s
+}
+
+// reclaim takes back the free frames workers returned.
+func (s *steerer) reclaim() {
+	for _, l := range s.links {
+		s.reclaimLink(l)
+	}
+	s.reclaimLink(s.ctl)
+}
+
+func (s *steerer) reclaimLink(l *Link) {
+	for {
+		n := l.Ret.Pop(s.rearm)
+		s.pool.PutN(s.rearm[:n])
+		if n < len(s.rearm) {
+			return
+		}
+	}
+}
+
+// poll receives and steers at most one batch. It returns the number of
+// frames received. When any worker's ring lacks room for a whole batch it
+// leaves the frames in the NIC ring (back-pressure instead of drops).
+func (s *steerer) poll() int {
+	s.reclaim()
+	for _, l := range s.links {
+		if l.Data.Free() < s.minFree {
+			return 0
+		}
+	}
+	if s.ctl.Data.Free() < s.minFree {
+		return 0
+	}
+	n := s.pool.GetN(s.rx)
+	if n == 0 {
+		s.c.Drops[DropNoBuffer]++
+		return 0
+	}
+	q := s.nextQ
+	s.nextQ++
+	if s.nextQ >= s.wan.Queues() {
+		s.nextQ = 0
+	}
+	got, _ := s.wan.Recv(q, s.rx[:n])
+	s.pool.PutN(s.rx[got:n])
+	if got == 0 {
+		return 0
+	}
+	t0 := s.clock()
+	for _, f := range s.rx[:got] {
+		switch w := classify(f.Data(), s.owner); {
+		case w >= 0:
+			s.out[w] = append(s.out[w], f)
+		case w == toControl:
+			s.ctlOut = append(s.ctlOut, f)
+		case w == toIPv6:
+			s.c.Drops[DropUnsupported]++
+			s.pool.Put(f)
+		default:
+			s.c.Drops[DropBadPPPoE]++
+			s.pool.Put(f)
+		}
+	}
+	for w, l := range s.links {
+		s.push(l, s.out[w])
+		s.out[w] = s.out[w][:0]
+	}
+	s.push(s.ctl, s.ctlOut)
+	s.ctlOut = s.ctlOut[:0]
+	s.c.SteerPackets += uint64(got)
+	s.c.SteerNanos += uint64(s.clock() - t0)
+	return got
+}
+
+func (s *steerer) push(l *Link, fs []*nic.Frame) {
+	if len(fs) == 0 {
+		return
+	}
+	k := l.Data.Push(fs)
+	if k < len(fs) {
+		s.c.Drops[DropRingFull] += uint64(len(fs) - k)
+		s.pool.PutN(fs[k:])
+	}
+}

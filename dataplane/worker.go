@@ -1,0 +1,708 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"runtime"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/pppoe"
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+func sleepIdle() { time.Sleep(50 * time.Microsecond) }
+
+// Frame.Aux bits used on inter-worker links.
+const (
+	auxFromWAN    = 1
+	auxRedirected = 2
+)
+
+// Worker is one pinned thread: it owns LAN RX/TX queue k, WAN TX queue k,
+// a NAT table for its port range and one shaper per direction. Nothing it
+// touches per packet is written by another thread.
+type Worker struct {
+	id  int
+	e   *Engine
+	cfg *Config
+	nat *nat.Table
+
+	pool *Pool
+	rx   []*nic.Frame
+	tmp  []*nic.Frame
+	lanQ []*nic.Frame // pending LAN TX
+	wanQ []*nic.Frame // pending WAN TX
+
+	up, down *shaper.FQCoDel[*nic.Frame]
+
+	steerOwed int
+	redirOwed []int
+	excOwed   int
+	redirOut  [][]*nic.Frame
+	excOut    []*nic.Frame
+
+	sess    *pppoe.Session
+	sessGen uint64
+	pubAddr uint32
+	mss     uint16
+	neigh   *Neighbors
+	lanMask uint32
+	now     int64
+	icmp    tokenBucket
+
+	c   Counters
+	pub counterCell
+}
+
+type upOps struct{ w *Worker }
+
+func (o upOps) Len(f *nic.Frame) int     { return f.Len }
+func (o upOps) MarkCE(f *nic.Frame) bool { return hdr.IPv4(f.Data()).SetECNCE() }
+func (o upOps) Drop(f *nic.Frame)        { o.w.c.Drops[DropShaper]++; o.w.pool.Put(f) }
+
+type downOps struct{ w *Worker }
+
+func (o downOps) Len(f *nic.Frame) int { return f.Len - hdr.EthernetLen }
+func (o downOps) MarkCE(f *nic.Frame) bool {
+	return hdr.IPv4(f.Data()[hdr.EthernetLen:]).SetECNCE()
+}
+func (o downOps) Drop(f *nic.Frame) { o.w.c.Drops[DropShaper]++; o.w.pool.Put(f) }
+
+func newWorker(e *Engine, id int) (*Worker, error) {
+	cfg := &e.cfg
+	w := &Worker{id: id, e: e, cfg: cfg, lanMask: cfg.lanMask()}
+	var err error
+	if cfg.NAT != nil {
+		w.nat, err = cfg.NAT(id, e.ranges[id])
+	} else {
+		w.nat, err = nat.New(nat.Config{LANAddr: cfg.LANNet, LANBits: cfg.LANBits,
+			Ports: e.ranges[id], Worker: id})
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := cfg.Batch
+	w.pool = NewPool(cfg.PoolFrames, cfg.PoolFrames+4*cfg.RingSize*(cfg.Workers+2))
+	w.rx = make([]*nic.Frame, b)
+	w.tmp = make([]*nic.Frame, b)
+	w.lanQ = make([]*nic.Frame, 0, b)
+	w.wanQ = make([]*nic.Frame, 0, b)
+	w.redirOut = make([][]*nic.Frame, cfg.Workers)
+	for j := range w.redirOut {
+		w.redirOut[j] = make([]*nic.Frame, 0, b)
+	}
+	w.redirOwed = make([]int, cfg.Workers)
+	w.excOut = make([]*nic.Frame, 0, b)
+	w.icmp = newTokenBucket(cfg.ICMPRate, cfg.ICMPBurst)
+	if cfg.UpRate != 0 {
+		w.up = shaper.New[*nic.Frame](cfg.Shaper, e.upBucket, cfg.Clock, upOps{w})
+	}
+	if cfg.DownRate != 0 {
+		w.down = shaper.New[*nic.Frame](cfg.Shaper, e.downBucket, cfg.Clock, downOps{w})
+	}
+	return w, nil
+}
+
+// ID returns the worker index.
+func (w *Worker) ID() int { return w.id }
+
+// NAT returns the worker's NAT table (read its Stats only while stopped).
+func (w *Worker) NAT() *nat.Table { return w.nat }
+
+// Counters returns the last published counters.
+func (w *Worker) Counters() Counters {
+	return w.pub.load()
+}
+
+func (w *Worker) run() {
+	defer w.e.wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if w.cfg.Pin != nil {
+		if err := w.cfg.Pin(w.id % runtime.NumCPU()); err != nil {
+			w.e.fail(err)
+			return
+		}
+	}
+	var cpu0 int64
+	if w.cfg.ThreadCPU != nil {
+		cpu0 = w.cfg.ThreadCPU()
+	}
+	idle := 0
+	for !w.e.stop.Load() {
+		if w.step() == 0 {
+			idle = backoff(idle)
+		} else {
+			idle = 0
+		}
+		w.pub.publish(&w.c)
+		if w.cfg.ThreadCPU != nil && idle == 0 {
+			w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))
+		}
+	}
+	if w.cfg.ThreadCPU != nil {
+		w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))
+	}
+	w.pub.publish(&w.c)
+}
+
+// step runs one iteration: steering (worker 0, inline mode), one LAN batch,
+// the frames steered to this worker, redirected frames, shapers, flush.
+// It returns the number of frames it handled.
+func (w *Worker) step() int {
+	w.now = w.cfg.Clock.Now()
+	w.refreshSession()
+	w.neigh = w.e.neighbors.Load()
+	work := 0
+	if w.id == 0 {
+		if w.cfg.Steer == SteerInline {
+			work += w.e.steer.poll()
+		}
+		work += w.drainInject()
+	}
+	// LAN RX.
+	n := w.pool.GetN(w.rx)
+	if n > 0 {
+		got, _ := w.cfg.LAN.Recv(w.id, w.rx[:n])
+		w.pool.PutN(w.rx[got:n])
+		w.c.RxLAN += uint64(got)
+		for _, f := range w.rx[:got] {
+			w.fromLAN(f)
+		}
+		work += got
+	} else {
+		w.c.Drops[DropNoBuffer]++
+	}
+	// WAN frames steered to us.
+	l := w.e.steerLinks[w.id]
+	got := l.Data.Pop(w.rx)
+	w.c.RxWAN += uint64(got)
+	for _, f := range w.rx[:got] {
+		w.fromWAN(f)
+	}
+	w.steerOwed = giveBack(l, w.pool, w.steerOwed+got, w.tmp)
+	work += got
+	// Frames other workers redirected to us.
+	for j := range w.e.redirect {
+		if j == w.id {
+			continue
+		}
+		rl := w.e.redirect[j][w.id]
+		k := rl.Data.Pop(w.rx)
+		for _, f := range w.rx[:k] {
+			if f.Aux&auxFromWAN != 0 {
+				w.inbound(f, true)
+			} else {
+				f.Aux = auxRedirected
+				w.fromLAN(f)
+			}
+		}
+		w.redirOwed[j] = giveBack(rl, w.pool, w.redirOwed[j]+k, w.tmp)
+		work += k
+	}
+	w.shape()
+	w.flush()
+	w.reclaim()
+	if w.nat != nil {
+		w.nat.Expire(w.now, 64)
+	}
+	return work
+}
+
+func (w *Worker) refreshSession() {
+	s := w.e.session.Load()
+	if s == w.sess {
+		return
+	}
+	w.sess = s
+	if s == nil {
+		return
+	}
+	if s.LocalAddr != w.pubAddr {
+		w.pubAddr = s.LocalAddr
+		w.nat.SetPublicAddr(s.LocalAddr)
+	}
+	mtu := s.MTU
+	if mtu <= 0 {
+		mtu = 1492
+	}
+	w.mss = uint16(mtu - hdr.IPv4MinLen - hdr.TCPMinLen)
+}
+
+// reclaim takes back frames from links where this worker is the producer.
+func (w *Worker) reclaim() {
+	for j, l := range w.e.redirect[w.id] {
+		if j == w.id {
+			continue
+		}
+		w.reclaimLink(l)
+	}
+	w.reclaimLink(w.e.excLinks[w.id])
+	if w.id == 0 {
+		w.reclaimLink(w.e.inject)
+	}
+}
+
+func (w *Worker) reclaimLink(l *Link) {
+	for {
+		n := l.Ret.Pop(w.tmp)
+		w.pool.PutN(w.tmp[:n])
+		if n < len(w.tmp) {
+			return
+		}
+	}
+}
+
+func (w *Worker) drop(f *nic.Frame, r Reason) {
+	w.c.Drops[r]++
+	w.pool.Put(f)
+}
+
+func (w *Worker) toException(f *nic.Frame) {
+	w.excOut = append(w.excOut, f)
+	if len(w.excOut) == cap(w.excOut) {
+		w.flushException()
+	}
+}
+
+// fromLAN handles a frame received on the LAN (Ethernet at the front).
+func (w *Worker) fromLAN(f *nic.Frame) {
+	b := f.Data()
+	if len(b) < hdr.EthernetLen {
+		w.drop(f, DropBadEthernet)
+		return
+	}
+	eth := hdr.Ethernet(b)
+	if b[0]&1 != 0 { // broadcast / multicast: ARP, DHCP, ND... for the host
+		w.toException(f)
+		return
+	}
+	if [6]byte(eth.Dst()) != w.cfg.RouterMAC {
+		w.drop(f, DropNotOurMAC)
+		return
+	}
+	switch eth.Type() {
+	case hdr.EtherTypeIPv4:
+	case hdr.EtherTypeARP, hdr.EtherTypeIPv6:
+		w.toException(f)
+		return
+	default:
+		w.drop(f, DropUnsupported)
+		return
+	}
+	ip := hdr.IPv4(b[hdr.EthernetLen:])
+	if !ip.IsValid() {
+		w.drop(f, DropBadIPv4)
+		return
+	}
+	if ip.HeaderLen() != hdr.IPv4MinLen {
+		w.drop(f, DropIPOptions)
+		return
+	}
+	if !ip.HeaderChecksumOK() {
+		w.drop(f, DropBadChecksum)
+		return
+	}
+	f.Truncate(hdr.EthernetLen + ip.TotalLen()) // strip Ethernet padding
+	ip = ip[:ip.TotalLen()]
+	dst, src := ip.Dst(), ip.Src()
+	if dst == w.cfg.RouterAddr {
+		w.toException(f)
+		return
+	}
+	if src&w.lanMask != w.cfg.LANNet || src == w.cfg.RouterAddr {
+		w.drop(f, DropMartian)
+		return
+	}
+	if dst&w.lanMask == w.cfg.LANNet || dst>>28 == 0xe || dst == 0xffffffff {
+		w.toException(f) // same-subnet or multicast: the host stack decides
+		return
+	}
+	if ip.IsFragment() {
+		w.drop(f, DropFragment)
+		return
+	}
+	s := w.sess
+	if s == nil {
+		w.drop(f, DropNoSession)
+		return
+	}
+	if ip.TTL() <= 1 {
+		w.c.Drops[DropTTLExceeded]++
+		w.icmpToLAN(f, hdr.ICMPTimeExceeded, hdr.ICMPCodeTTLExceeded, 0)
+		return
+	}
+	mtu := s.MTU
+	if mtu <= 0 {
+		mtu = 1492
+	}
+	if ip.TotalLen() > mtu {
+		w.c.Drops[DropTooBig]++
+		if ip.DF() {
+			w.icmpToLAN(f, hdr.ICMPDestUnreach, hdr.ICMPCodeFragNeeded, uint16(mtu))
+		} else {
+			w.pool.Put(f) // no fragmentation on the fast path
+		}
+		return
+	}
+	flow := flowHash(ip)
+	switch w.nat.Outbound(ip, w.now) {
+	case nat.Pass:
+	case nat.Hairpin:
+		ip.DecTTL()
+		w.toLAN(f, ip.Dst(), src)
+		return
+	case nat.Reject:
+		w.c.Drops[DropNATReject]++
+		w.icmpToLAN(f, hdr.ICMPDestUnreach, hdr.ICMPCodeAdminProhib, 0)
+		return
+	case nat.Redirect:
+		if f.Aux&auxRedirected != 0 {
+			w.drop(f, DropNAT)
+			return
+		}
+		w.redirect(f, w.nat.RedirectTarget(), false)
+		return
+	case nat.Local:
+		w.toException(f)
+		return
+	default:
+		w.drop(f, DropNAT)
+		return
+	}
+	ip.DecTTL()
+	if !w.cfg.NoMSSClamp && ip.Protocol() == hdr.ProtoTCP {
+		if t := hdr.TCP(ip[hdr.IPv4MinLen:]); t.IsValid() && t.ClampMSS(w.mss) {
+			w.c.Clamped++
+		}
+	}
+	f.Pull(hdr.EthernetLen)
+	if w.up != nil {
+		w.up.Enqueue(f, flow, src)
+		return
+	}
+	w.toWAN(f)
+}
+
+// toWAN encapsulates an IPv4 packet for the session and queues it.
+func (w *Worker) toWAN(f *nic.Frame) {
+	s := w.sess
+	if s == nil {
+		w.drop(f, DropNoSession)
+		return
+	}
+	if !s.Encap(f) {
+		w.drop(f, DropHeadroom)
+		return
+	}
+	w.wanQ = append(w.wanQ, f)
+	if len(w.wanQ) == cap(w.wanQ) {
+		w.flushWAN()
+	}
+}
+
+// toLAN writes the Ethernet header for an IPv4 packet at the front of f
+// (or already behind an Ethernet header when f starts with one: hasEth)
+// addressed to LAN host dst and queues it; host is the LAN host for
+// fairness.
+func (w *Worker) toLAN(f *nic.Frame, dst, host uint32) {
+	mac, ok := w.neigh.Lookup(dst)
+	if !ok {
+		w.toException(f) // the host stack resolves it (ARP) and retries
+		w.c.Drops[DropNoNeighbor]++
+		return
+	}
+	b := f.Data()
+	if len(b) < hdr.EthernetLen {
+		w.drop(f, DropBadEthernet)
+		return
+	}
+	eth := hdr.Ethernet(b)
+	eth.SetAddrs(mac, w.cfg.RouterMAC)
+	eth.SetType(hdr.EtherTypeIPv4)
+	w.lanQ = append(w.lanQ, f)
+	if len(w.lanQ) == cap(w.lanQ) {
+		w.flushLAN()
+	}
+}
+
+// icmpToLAN replaces the LAN frame f (Ethernet at the front) by an ICMP
+// error to its sender, rate-limited.
+func (w *Worker) icmpToLAN(f *nic.Frame, typ, code uint8, mtu uint16) {
+	if !w.icmp.allow(w.now) {
+		w.c.ICMPRateLimited++
+		w.pool.Put(f)
+		return
+	}
+	srcMAC := [6]byte(f.Data()[6:12])
+	f.Pull(hdr.EthernetLen)
+	if !makeICMPError(f, w.cfg.RouterAddr, typ, code, mtu) {
+		w.pool.Put(f)
+		return
+	}
+	eth := hdr.Ethernet(f.Push(hdr.EthernetLen))
+	eth.SetAddrs(srcMAC, w.cfg.RouterMAC)
+	eth.SetType(hdr.EtherTypeIPv4)
+	w.c.ICMPSent++
+	w.lanQ = append(w.lanQ, f)
+	if len(w.lanQ) == cap(w.lanQ) {
+		w.flushLAN()
+	}
+}
+
+// icmpToWAN replaces the WAN packet f (IPv4 at the front) by an ICMP error
+// to its sender over the session, rate-limited.
+func (w *Worker) icmpToWAN(f *nic.Frame, typ, code uint8) {
+	if !w.icmp.allow(w.now) {
+		w.c.ICMPRateLimited++
+		w.pool.Put(f)
+		return
+	}
+	if !makeICMPError(f, w.pubAddr, typ, code, 0) {
+		w.pool.Put(f)
+		return
+	}
+	w.c.ICMPSent++
+	w.toWAN(f)
+}
+
+func (w *Worker) redirect(f *nic.Frame, to int, fromWAN bool) {
+	if to < 0 || to >= len(w.redirOut) || to == w.id {
+		w.drop(f, DropNAT)
+		return
+	}
+	f.Aux = auxRedirected
+	if fromWAN {
+		f.Aux |= auxFromWAN
+	}
+	w.c.Redirected++
+	w.redirOut[to] = append(w.redirOut[to], f)
+	if len(w.redirOut[to]) == cap(w.redirOut[to]) {
+		w.flushRedirect(to)
+	}
+}
+
+// fromWAN handles a PPPoE frame steered to this worker.
+func (w *Worker) fromWAN(f *nic.Frame) {
+	s := w.sess
+	if s == nil {
+		w.drop(f, DropNoSession)
+		return
+	}
+	switch s.Decap(f) {
+	case pppoe.DecapIPv4:
+	case pppoe.DecapWrongSession:
+		w.drop(f, DropWrongSession)
+		return
+	case pppoe.DecapIPv6, pppoe.DecapNotPPPoE:
+		w.drop(f, DropUnsupported)
+		return
+	case pppoe.DecapControl:
+		w.toException(f)
+		return
+	default:
+		w.drop(f, DropBadPPPoE)
+		return
+	}
+	w.inbound(f, false)
+}
+
+// inbound continues fromWAN at the IPv4 header; redirected is set for
+// frames another worker handed over (they are not redirected again).
+func (w *Worker) inbound(f *nic.Frame, redirected bool) {
+	ip := hdr.IPv4(f.Data())
+	if !ip.IsValid() {
+		w.drop(f, DropBadIPv4)
+		return
+	}
+	if ip.HeaderLen() != hdr.IPv4MinLen {
+		w.drop(f, DropIPOptions)
+		return
+	}
+	if !ip.HeaderChecksumOK() {
+		w.drop(f, DropBadChecksum)
+		return
+	}
+	f.Truncate(ip.TotalLen())
+	ip = ip[:ip.TotalLen()]
+	if ip.Dst() != w.pubAddr {
+		w.drop(f, DropNotForUs)
+		return
+	}
+	if ip.IsFragment() {
+		w.drop(f, DropFragment)
+		return
+	}
+	if ip.TTL() <= 1 {
+		w.c.Drops[DropTTLExceeded]++
+		w.icmpToWAN(f, hdr.ICMPTimeExceeded, hdr.ICMPCodeTTLExceeded)
+		return
+	}
+	switch w.nat.Inbound(ip, w.now) {
+	case nat.Pass:
+	case nat.Redirect:
+		// Steering chose by port; the NAT knows better (e.g. a forward
+		// whose state lives elsewhere). Hand it over once.
+		if redirected {
+			w.drop(f, DropNAT)
+			return
+		}
+		w.redirect(f, w.nat.RedirectTarget(), true)
+		return
+	case nat.Local:
+		w.toException(f)
+		return
+	default:
+		w.drop(f, DropNAT)
+		return
+	}
+	ip.DecTTL()
+	if !w.cfg.NoMSSClamp && ip.Protocol() == hdr.ProtoTCP {
+		if t := hdr.TCP(ip[hdr.IPv4MinLen:]); t.IsValid() && t.ClampMSS(w.mss) {
+			w.c.Clamped++
+		}
+	}
+	dst := ip.Dst()
+	if f.Push(hdr.EthernetLen) == nil {
+		w.drop(f, DropHeadroom)
+		return
+	}
+	if w.down != nil {
+		mac, ok := w.neigh.Lookup(dst)
+		if !ok {
+			w.toException(f)
+			w.c.Drops[DropNoNeighbor]++
+			return
+		}
+		eth := hdr.Ethernet(f.Data())
+		eth.SetAddrs(mac, w.cfg.RouterMAC)
+		eth.SetType(hdr.EtherTypeIPv4)
+		w.down.Enqueue(f, flowHash(ip), dst)
+		return
+	}
+	w.toLAN(f, dst, dst)
+}
+
+// shape moves what the rate allows from the shapers to the TX queues.
+func (w *Worker) shape() {
+	if w.up != nil {
+		for {
+			n := w.up.Dequeue(w.tmp)
+			for _, f := range w.tmp[:n] {
+				w.toWAN(f)
+			}
+			if n < len(w.tmp) {
+				break
+			}
+		}
+	}
+	if w.down != nil {
+		for {
+			n := w.down.Dequeue(w.tmp)
+			for _, f := range w.tmp[:n] {
+				w.lanQ = append(w.lanQ, f)
+				if len(w.lanQ) == cap(w.lanQ) {
+					w.flushLAN()
+				}
+			}
+			if n < len(w.tmp) {
+				break
+			}
+		}
+	}
+}
+
+func (w *Worker) flush() {
+	w.flushWAN()
+	w.flushLAN()
+	for j := range w.redirOut {
+		w.flushRedirect(j)
+	}
+	w.flushException()
+}
+
+func (w *Worker) flushWAN() {
+	if len(w.wanQ) == 0 {
+		return
+	}
+	n, _ := w.cfg.WAN.Send(w.id, w.wanQ)
+	w.c.TxWAN += uint64(n)
+	if n < len(w.wanQ) {
+		w.c.Drops[DropTxFull] += uint64(len(w.wanQ) - n)
+	}
+	w.pool.PutN(w.wanQ)
+	w.wanQ = w.wanQ[:0]
+}
+
+func (w *Worker) flushLAN() {
+	if len(w.lanQ) == 0 {
+		return
+	}
+	n, _ := w.cfg.LAN.Send(w.id, w.lanQ)
+	w.c.TxLAN += uint64(n)
+	if n < len(w.lanQ) {
+		w.c.Drops[DropTxFull] += uint64(len(w.lanQ) - n)
+	}
+	w.pool.PutN(w.lanQ)
+	w.lanQ = w.lanQ[:0]
+}
+
+func (w *Worker) flushRedirect(j int) {
+	q := w.redirOut[j]
+	if len(q) == 0 {
+		return
+	}
+	k := w.e.redirect[w.id][j].Data.Push(q)
+	if k < len(q) {
+		w.c.Drops[DropRingFull] += uint64(len(q) - k)
+		w.pool.PutN(q[k:])
+	}
+	w.redirOut[j] = q[:0]
+}
+
+func (w *Worker) flushException() {
+	if len(w.excOut) == 0 {
+		return
+	}
+	k := w.e.excLinks[w.id].Data.Push(w.excOut)
+	w.c.Exception += uint64(k)
+	if k < len(w.excOut) {
+		w.c.Drops[DropException] += uint64(len(w.excOut) - k)
+		w.pool.PutN(w.excOut[k:])
+	}
+	w.excOut = w.excOut[:0]
+}
+
+// drainInject sends frames the control plane queued (worker 0 only).
+func (w *Worker) drainInject() int {
+	l := w.e.inject
+	n := l.Data.Pop(w.tmp)
+	for i, f := range w.tmp[:n] {
+		if Dir(f.Aux) == ToLAN {
+			k, _ := w.cfg.LAN.Send(w.id, w.tmp[i:i+1])
+			w.c.TxLAN += uint64(k)
+		} else {
+			k, _ := w.cfg.WAN.Send(w.id, w.tmp[i:i+1])
+			w.c.TxWAN += uint64(k)
+		}
+	}
+	// Return the same frames (now empty) to the control plane's pool.
+	for k := 0; k < n; {
+		k += l.Ret.Push(w.tmp[k:n])
+	}
+	return n
+}
+
+// flowHash hashes the 5-tuple of a valid IPv4 packet for the shaper.
+func flowHash(ip hdr.IPv4) uint32 {
+	h := ip.Src()*0x9e3779b1 ^ ip.Dst()*0x85ebca77 ^ uint32(ip.Protocol())
+	if p := ip.Protocol(); (p == hdr.ProtoTCP || p == hdr.ProtoUDP) && len(ip) >= hdr.IPv4MinLen+4 {
+		h ^= binary.BigEndian.Uint32(ip[hdr.IPv4MinLen:]) * 0xc2b2ae3d
+	}
+	h ^= h >> 16
+	h *= 0x7feb352d
+	h ^= h >> 15
+	return h
+}

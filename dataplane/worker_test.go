@@ -1,0 +1,300 @@
+package dataplane
+
+import (
+	"testing"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+)
+
+func TestOutboundInboundUDP(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 5000, dport: 53, proto: layers.IPProtocolUDP, payload: 20}))
+	r.step()
+	out := r.drainWAN()
+	if len(out) != 1 {
+		t.Fatalf("WAN frames %d, want 1; drops %v", len(out), r.e.Totals().DropMap())
+	}
+	ipb := pppoePayload(t, out[0])
+	p := decodeIPv4(t, ipb)
+	ip := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+	udp := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
+	if !ip.SrcIP.Equal(netIP(pubIP)) || !ip.DstIP.Equal(netIP(remoteIP)) || ip.TTL != 63 || udp.DstPort != 53 {
+		t.Fatalf("translated %v:%d -> %v:%d ttl %d", ip.SrcIP, udp.SrcPort, ip.DstIP, udp.DstPort, ip.TTL)
+	}
+	ext := uint16(udp.SrcPort)
+	if ext < 1024 {
+		t.Fatalf("external port %d outside the worker range", ext)
+	}
+	// The reply comes back to the mapped port and reaches the host.
+	r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: ext, proto: layers.IPProtocolUDP, payload: 40}))
+	r.step()
+	back := r.drainLAN()
+	if len(back) != 1 {
+		t.Fatalf("LAN frames %d, want 1; drops %v", len(back), r.e.Totals().DropMap())
+	}
+	eth := hdr.Ethernet(back[0])
+	if [6]byte(eth.Dst()) != hostMAC || [6]byte(eth.Src()) != routerMAC || eth.Type() != hdr.EtherTypeIPv4 {
+		t.Fatalf("LAN Ethernet header %x", back[0][:14])
+	}
+	p = decodeIPv4(t, back[0][14:])
+	ip = p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+	udp = p.Layer(layers.LayerTypeUDP).(*layers.UDP)
+	if !ip.DstIP.Equal(netIP(hostIP)) || udp.DstPort != 5000 || ip.TTL != 63 {
+		t.Fatalf("reply to %v:%d ttl %d", ip.DstIP, udp.DstPort, ip.TTL)
+	}
+	c := r.e.Totals()
+	if c.RxLAN != 1 || c.TxWAN != 1 || c.RxWAN != 1 || c.TxLAN != 1 || c.TotalDrops() != 0 {
+		t.Fatalf("counters %+v drops %v", c, c.DropMap())
+	}
+}
+
+func TestTTLExceededICMP(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 5000, dport: 33434, proto: layers.IPProtocolUDP, ttl: 1, payload: 12}))
+	r.step()
+	if n := len(r.drainWAN()); n != 0 {
+		t.Fatalf("%d frames leaked to WAN", n)
+	}
+	back := r.drainLAN()
+	if len(back) != 1 {
+		t.Fatalf("want one ICMP error, got %d", len(back))
+	}
+	if [6]byte(back[0][0:6]) != hostMAC {
+		t.Fatalf("ICMP not sent to the host MAC")
+	}
+	p := decodeIPv4(t, back[0][14:])
+	ip := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+	ic := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
+	if !ip.SrcIP.Equal(netIP(routerIP)) || !ip.DstIP.Equal(netIP(hostIP)) ||
+		ic.TypeCode != layers.CreateICMPv4TypeCode(layers.ICMPv4TypeTimeExceeded, 0) {
+		t.Fatalf("ICMP %v -> %v %v", ip.SrcIP, ip.DstIP, ic.TypeCode)
+	}
+	// The quote is the original IP header + 8 bytes, untranslated.
+	q := hdr.IPv4(ic.Payload)
+	if len(ic.Payload) != 28 || q.Src() != hostIP || q.Dst() != remoteIP || be16(ic.Payload[20:]) != 5000 {
+		t.Fatalf("quote %x", ic.Payload)
+	}
+	if d := r.e.Totals().Drops[DropTTLExceeded]; d != 1 {
+		t.Fatalf("ttl drops %d", d)
+	}
+}
+
+func TestFragNeededAndMSSClamp(t *testing.T) {
+	r := newRig(t, 1, nil)
+	// 1500-byte DF packet over a 1492 session.
+	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 4000, dport: 80, proto: layers.IPProtocolTCP, df: true, payload: 1460}))
+	// SYN with MSS 1460 must leave with 1452.
+	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 4001, dport: 80, proto: layers.IPProtocolTCP, syn: true, mss: 1460}))
+	r.step()
+	back := r.drainLAN()
+	if len(back) != 1 {
+		t.Fatalf("want one ICMP frag-needed, got %d", len(back))
+	}
+	p := decodeIPv4(t, back[0][14:])
+	ic := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
+	if ic.TypeCode != layers.CreateICMPv4TypeCode(3, 4) || ic.Seq != 1492 {
+		t.Fatalf("ICMP %v next-hop MTU %d", ic.TypeCode, ic.Seq)
+	}
+	out := r.drainWAN()
+	if len(out) != 1 {
+		t.Fatalf("want the SYN on the WAN, got %d frames", len(out))
+	}
+	p = decodeIPv4(t, pppoePayload(t, out[0]))
+	tcp := p.Layer(layers.LayerTypeTCP).(*layers.TCP)
+	if len(tcp.Options) == 0 || tcp.Options[0].OptionType != layers.TCPOptionKindMSS || be16(tcp.Options[0].OptionData) != 1452 {
+		t.Fatalf("MSS not clamped: %v", tcp.Options)
+	}
+	if r.e.Totals().Clamped != 1 {
+		t.Fatal("clamp not counted")
+	}
+}
+
+func TestInboundSYNACKClamped(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 4001, dport: 80, proto: layers.IPProtocolTCP, syn: true}))
+	r.step()
+	out := r.drainWAN()
+	if len(out) != 1 {
+		t.Fatal("no SYN out")
+	}
+	ext := be16(pppoePayload(t, out[0])[20:])
+	// SYN-ACK with MSS 1460 from the server.
+	l := pkt{src: remoteIP, dst: pubIP, sport: 80, dport: ext, proto: layers.IPProtocolTCP, syn: true, mss: 1460}
+	r.wan.Inject(0, wanFrame(t, l))
+	r.step()
+	back := r.drainLAN()
+	if len(back) != 1 {
+		t.Fatalf("SYN-ACK not delivered: %v", r.e.Totals().DropMap())
+	}
+	p := decodeIPv4(t, back[0][14:])
+	tcp := p.Layer(layers.LayerTypeTCP).(*layers.TCP)
+	if be16(tcp.Options[0].OptionData) != 1452 {
+		t.Fatalf("inbound MSS %d", be16(tcp.Options[0].OptionData))
+	}
+}
+
+// TestMalformedDropped feeds one malformed frame of each kind and checks
+// it is dropped and counted under the expected reason.
+func TestMalformedDropped(t *testing.T) {
+	good := func() []byte {
+		return lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 1, dport: 2, proto: layers.IPProtocolUDP, payload: 8})
+	}
+	goodWAN := func() []byte {
+		return wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 1, dport: 2000, proto: layers.IPProtocolUDP, payload: 8})
+	}
+	mut := func(b []byte, fn func([]byte) []byte) []byte { return fn(b) }
+	fixIPSum := func(b []byte, off int) {
+		hdr.IPv4(b[off:]).ComputeChecksum()
+	}
+	cases := []struct {
+		name   string
+		wan    bool
+		frame  []byte
+		reason Reason
+	}{
+		{"short ethernet", false, good()[:10], DropBadEthernet},
+		{"other mac", false, mut(good(), func(b []byte) []byte { b[5] = 0x77; return b }), DropNotOurMAC},
+		{"truncated ip", false, good()[:14+12], DropBadIPv4},
+		{"total length beyond frame", false, mut(good(), func(b []byte) []byte { b[16] = 0x10; fixIPSum(b, 14); return b }), DropBadIPv4},
+		{"bad ip checksum", false, mut(good(), func(b []byte) []byte { b[24] ^= 0xff; return b }), DropBadChecksum},
+		{"ip options", false, mut(good(), func(b []byte) []byte { b[14] = 0x46; fixIPSum(b, 14); return b }), DropIPOptions},
+		{"fragment", false, mut(good(), func(b []byte) []byte { b[20] = 0x20; fixIPSum(b, 14); return b }), DropFragment},
+		{"martian source", false, mut(good(), func(b []byte) []byte { b[26] = 10; fixIPSum(b, 14); return b }), DropMartian},
+		{"ipv4 version 6", false, mut(good(), func(b []byte) []byte { b[14] = 0x65; return b }), DropBadIPv4},
+		{"unknown ethertype", false, mut(good(), func(b []byte) []byte { b[12], b[13] = 0x88, 0xb5; return b }), DropUnsupported},
+		{"wan wrong session", true, mut(goodWAN(), func(b []byte) []byte { b[17] ^= 1; return b }), DropWrongSession},
+		{"wan wrong AC mac", true, mut(goodWAN(), func(b []byte) []byte { b[11] ^= 1; return b }), DropWrongSession},
+		{"wan bad pppoe version", true, mut(goodWAN(), func(b []byte) []byte { b[14] = 0x21; return b }), DropBadPPPoE},
+		{"wan pppoe length too long", true, mut(goodWAN(), func(b []byte) []byte { b[18] = 0xff; return b }), DropBadPPPoE},
+		{"wan truncated", true, goodWAN()[:20], DropBadPPPoE},
+		{"wan not for us", true, mut(goodWAN(), func(b []byte) []byte { b[22+19] ^= 1; fixIPSum(b, 22); return b }), DropNotForUs},
+		{"wan bad ip checksum", true, mut(goodWAN(), func(b []byte) []byte { b[22+8] ^= 0x10; return b }), DropBadChecksum},
+		{"wan fragment", true, mut(goodWAN(), func(b []byte) []byte { b[22+6] = 0x20; fixIPSum(b, 22); return b }), DropFragment},
+		{"wan ipv6", true, mut(goodWAN(), func(b []byte) []byte { b[21] = 0x57; return b }), DropUnsupported},
+		{"wan unsolicited", true, goodWAN(), DropNAT},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, 1, nil)
+			if c.wan {
+				r.wan.Inject(0, c.frame)
+			} else {
+				r.lan.Inject(0, c.frame)
+			}
+			r.step()
+			tot := r.e.Totals()
+			if tot.Drops[c.reason] != 1 || tot.TotalDrops() != 1 {
+				t.Fatalf("drops %v, want one %s", tot.DropMap(), c.reason)
+			}
+			if n := len(r.drainWAN()) + len(r.drainLAN()); n != 0 {
+				t.Fatalf("%d frames forwarded", n)
+			}
+		})
+	}
+}
+
+func TestExceptionPath(t *testing.T) {
+	r := newRig(t, 1, nil)
+	arp := make([]byte, 42)
+	copy(arp, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(arp[6:], hostMAC[:])
+	arp[12], arp[13] = 0x08, 0x06
+	r.lan.Inject(0, arp)
+	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: routerIP, sport: 5, dport: 53, proto: layers.IPProtocolUDP}))
+	// An LCP echo on the WAN goes to the control plane.
+	lcp := wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 1, dport: 2, proto: layers.IPProtocolUDP})
+	lcp[20], lcp[21] = 0xc0, 0x21
+	r.wan.Inject(0, lcp)
+	r.step()
+	var lan, wan int
+	r.e.PollControl(func(d Dir, b []byte) {
+		if d == FromLAN {
+			lan++
+		} else {
+			wan++
+		}
+	})
+	if lan != 2 || wan != 1 {
+		t.Fatalf("exceptions lan %d wan %d", lan, wan)
+	}
+	// The control plane can answer on either side through worker 0.
+	if err := r.e.Send(ToWAN, lcp); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.Send(ToLAN, arp); err != nil {
+		t.Fatal(err)
+	}
+	r.step()
+	if len(r.drainWAN()) != 1 || len(r.drainLAN()) != 1 {
+		t.Fatal("injected frames not sent")
+	}
+}
+
+func TestNoSessionDrops(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.e.SetSession(nil)
+	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 1, dport: 2, proto: layers.IPProtocolUDP}))
+	r.step()
+	if r.e.Totals().Drops[DropNoSession] != 1 {
+		t.Fatalf("drops %v", r.e.Totals().DropMap())
+	}
+}
+
+// TestTwoWorkersSteering checks replies reach the worker that owns the
+// external port, for TCP, UDP, ICMP echo and an ICMP error about a flow.
+func TestTwoWorkersSteering(t *testing.T) {
+	r := newRig(t, 2, nil)
+	type flow struct {
+		q     int
+		proto layers.IPProtocol
+		sport uint16
+	}
+	flows := []flow{{0, layers.IPProtocolUDP, 1000}, {1, layers.IPProtocolUDP, 1001}, {0, layers.IPProtocolTCP, 1002}, {1, layers.IPProtocolTCP, 1003}, {1, layers.IPProtocolICMPv4, 77}}
+	ext := make([]uint16, len(flows))
+	for i, f := range flows {
+		p := pkt{src: hostIP, dst: remoteIP, sport: f.sport, dport: 80, proto: f.proto, icmpType: 8, icmpID: f.sport}
+		r.lan.Inject(f.q, lanFrame(t, p))
+		r.step()
+		var out [][]byte
+		r.wan.Drain(f.q, func(b []byte) { out = append(out, append([]byte(nil), b...)) })
+		if len(out) != 1 {
+			t.Fatalf("flow %d: %d frames on WAN queue %d", i, len(out), f.q)
+		}
+		ipb := pppoePayload(t, out[0])
+		if f.proto == layers.IPProtocolICMPv4 {
+			ext[i] = be16(ipb[24:])
+		} else {
+			ext[i] = be16(ipb[20:])
+		}
+		if got := int(r.e.Owner()[ext[i]]); got != f.q {
+			t.Fatalf("flow %d mapped to port %d owned by worker %d, want %d", i, ext[i], got, f.q)
+		}
+	}
+	for i, f := range flows {
+		p := pkt{src: remoteIP, dst: pubIP, sport: 80, dport: ext[i], proto: f.proto, icmpType: 0, icmpID: ext[i]}
+		fr := wanFrame(t, p)
+		if w := classify(fr, r.e.Owner()); w != f.q {
+			t.Fatalf("flow %d steered to %d, want %d", i, w, f.q)
+		}
+		r.wan.Inject(0, fr)
+		r.step()
+		var back [][]byte
+		r.lan.Drain(f.q, func(b []byte) { back = append(back, b) })
+		if len(back) != 1 {
+			t.Fatalf("flow %d: reply not on LAN queue %d; drops %v", i, f.q, r.e.Totals().DropMap())
+		}
+	}
+	// An ICMP port-unreachable about flow 1 (UDP, worker 1) quotes our
+	// translated packet: steering must follow the quoted source port.
+	quote := serialize(t, pkt{src: pubIP, dst: remoteIP, sport: ext[1], dport: 80, proto: layers.IPProtocolUDP}.layers(t)...)
+	icmpPkt := pkt{src: remoteIP, dst: pubIP, proto: layers.IPProtocolICMPv4, icmpType: 3}
+	fr := wanFrame(t, icmpPkt)
+	_ = quote
+	fr = append(fr[:22+20+8:22+20+8], quote[:28]...)
+	fr[22+20], fr[22+21] = 3, 3
+	if w := classify(fr, r.e.Owner()); w != 1 {
+		t.Fatalf("ICMP error steered to %d, want 1", w)
+	}
+}
