@@ -155,7 +155,6 @@ func (sm *sim) run(until int64) {
 	}
 }
 
-
 func percentile(xs []int64, q float64) int64 {
 	if len(xs) == 0 {
 		return 0
