@@ -573,6 +573,17 @@ func (c *Client) linkUp() {
 	c.publishSession()
 }
 
+// linkDown implements linkOwner: IPCP left Opened, the dataplane must
+// stop using the session at once.
+func (c *Client) linkDown() {
+	if c.sess.Swap(nil) != nil && c.publish != nil {
+		c.publish(nil)
+	}
+	if c.st.State == StateUp {
+		c.st.State = StateNetwork
+	}
+}
+
 func (c *Client) linkMTU() {
 	if c.link.probeFailed {
 		c.st.MaxPayload = false

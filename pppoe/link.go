@@ -66,6 +66,7 @@ type linkConfig struct {
 type linkOwner interface {
 	sendPPP(proto uint16, b []byte)
 	linkUp()                                    // IPCP opened
+	linkDown()                                  // IPCP left Opened
 	linkMTU()                                   // the effective MTU changed (RFC 4638 probe)
 	linkFinished(reason string, authFail bool)  // LCP finished: session over
 	deliver(proto uint16, b []byte)             // IPv4/IPv6 data
@@ -197,7 +198,6 @@ func (l *link) abort() {
 	l.ipv6cp.Down()
 	l.lcp.Down()
 	l.phase = phaseDead
-	l.isUp = false
 }
 
 func (l *link) peerMRU() int {
@@ -918,7 +918,10 @@ func (h *ipcpHandler) up() {
 
 func (h *ipcpHandler) down() {
 	l := (*link)(h)
-	l.isUp = false
+	if l.isUp {
+		l.isUp = false
+		l.owner.linkDown()
+	}
 }
 
 func (h *ipcpHandler) finished(reason string) {
