@@ -226,7 +226,7 @@ func (t *Table) Inbound(ip []byte, now int64) Verdict {
 		me := t.slots[m-1]
 		i := t.lookupFlow(piICMP, me.lan, me.lport, p.src, 0, s)
 		if i < 0 {
-			return t.drop(ReasonNoState)
+			return t.drop(t.goneReason(piICMP, id))
 		}
 		t.touch(&t.slots[i], piICMP, 0, false, s)
 		t.dnat(&p, me.lan, me.lport)
@@ -235,6 +235,16 @@ func (t *Table) Inbound(ip []byte, now int64) Verdict {
 		return t.icmpErrorIn(&p, s)
 	}
 	return t.drop(ReasonICMPType)
+}
+
+// goneReason is the drop reason when the flow looked up through the
+// mapping of ext is missing: the lookup may have expired the mapping's
+// last flow, and then the packet is unsolicited.
+func (t *Table) goneReason(pi int, ext uint16) Reason {
+	if t.ports[pi][uint32(ext)-t.lo] == 0 {
+		return ReasonNoMapping
+	}
+	return ReasonNoState
 }
 
 // inboundL4 translates a TCP/UDP packet to public:dport (from the WAN or
@@ -365,7 +375,7 @@ func (t *Table) icmpErrorIn(p *pkt, s uint32) Verdict {
 		}
 		lan, lport = t.slots[m-1].lan, t.slots[m-1].lport
 		if t.lookupFlow(in.pi, lan, lport, in.dst, in.dp, s) < 0 {
-			return t.drop(ReasonNoState)
+			return t.drop(t.goneReason(in.pi, in.sp))
 		}
 	}
 	rewriteInner(p.l4, &in, true, lan, lport)
