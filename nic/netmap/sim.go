@@ -81,8 +81,8 @@ type kring struct {
 
 	mu      sync.Mutex // guards the wire side below
 	stalled bool
-	discard bool   // TX: count transmitted frames instead of keeping them
-	sent    uint64 // TX: frames transmitted
+	discard bool     // TX: count transmitted frames instead of keeping them
+	sent    uint64   // TX: frames transmitted
 	pending [][]byte // RX: frames on the wire not yet in the ring
 	out     [][]byte // TX: frames transmitted
 	drops   uint64
