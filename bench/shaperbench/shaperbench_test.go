@@ -1,0 +1,87 @@
+package shaperbench
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+func TestRun(t *testing.T) {
+	for _, o := range []Options{
+		{Duration: 3 * time.Second, BenchPackets: 1 << 14},
+		{Duration: 3 * time.Second, BenchPackets: 1 << 14, Rate: 450e6, LineRate: 500e6, Overhead: "pppoe-ptm ether-vlan", Poll: 100 * time.Microsecond},
+	} {
+		r, err := Run(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := json.Marshal(r)
+		if err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		t.Logf("%s", js)
+		for _, k := range []string{"rate_error_pct", "p50_added_delay_ms", "p99_added_delay_ms", "p99_added_delay_ms_off", "ns_per_pkt"} {
+			if !strings.Contains(string(js), `"`+k+`"`) {
+				t.Errorf("JSON lacks %q", k)
+			}
+		}
+		if r.RateErrorPct > 1 {
+			t.Errorf("rate error %.3f %% > 1 %%", r.RateErrorPct)
+		}
+		// The shaper keeps the line's FIFO empty: the ping waits at most
+		// for a shaper lease, far below CoDel's target.
+		if r.P99AddedDelayMs > 5 {
+			t.Errorf("p99 added delay %.3f ms with the shaper on", r.P99AddedDelayMs)
+		}
+		// Off, the line's buffer fills: the ping sees most of it.
+		if r.P99AddedDelayMsOff < 0.5*float64(200*time.Millisecond)/1e6 {
+			t.Errorf("p99 added delay off %.3f ms: the line buffer never filled", r.P99AddedDelayMsOff)
+		}
+		if r.NsPerPkt <= 0 || r.Pings == 0 || r.PingLossPct > 0 {
+			t.Errorf("result %+v", r)
+		}
+	}
+}
+
+// countingPath wraps the default path to show the factory is used.
+type countingPath struct {
+	Path
+	sent int
+}
+
+func (c *countingPath) Send(now int64, p *Packet) { c.sent++; c.Path.Send(now, p) }
+
+func TestPluggablePath(t *testing.T) {
+	var paths []*countingPath
+	o := Options{Duration: time.Second, BenchPackets: 64, Path: func(clk shaper.Clock, shaped bool, o Options, drop func(*Packet)) (Path, error) {
+		p, err := ShaperPath(clk, shaped, o, drop)
+		c := &countingPath{Path: p}
+		paths = append(paths, c)
+		return c, err
+	}}
+	if _, err := Run(o); err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 2 || paths[0].sent == 0 || paths[1].sent == 0 {
+		t.Errorf("factory not used for both runs: %d paths", len(paths))
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, o := range []Options{{Rate: 100e6, LineRate: 50e6}, {Overhead: "bogus"}, {Duration: time.Millisecond, Warmup: time.Second}} {
+		if _, err := Run(o); err == nil {
+			t.Errorf("%+v accepted", o)
+		}
+	}
+}
+
+func BenchmarkCost(b *testing.B) {
+	for b.Loop() {
+		wall, cpu := Cost(shaper.Config{}, 1<<16)
+		b.ReportMetric(wall, "ns/pkt")
+		b.ReportMetric(cpu, "cpu-ns/pkt")
+	}
+}
