@@ -111,7 +111,6 @@ type srvSession struct {
 	id         uint16
 	mac        [6]byte
 	hostUniq   []byte
-	relay      []byte
 	maxPayload int
 	addr       uint32
 	lcfg       linkConfig

@@ -1,0 +1,118 @@
+package rawsock
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// The method set matches pppoe.Conn.
+var _ pppoe.Conn = (*Conn)(nil)
+
+func vethPair(t *testing.T) (*Conn, *Conn) {
+	lab := nettest.NewLab(t)
+	nsA, err := lab.NewNS("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsB, err := lab.NewNS("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Veth("wan0", nsA, "bras0", nsB, 1); err != nil {
+		t.Fatal(err)
+	}
+	var a, b *Conn
+	if err := nsA.Do(func() (err error) { a, err = Open("wan0", 0x8863, 0x8864); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := nsB.Do(func() (err error) { b, err = Open("bras0", 0x8863, 0x8864); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
+func TestIntegrationRawsockFrames(t *testing.T) {
+	a, b := vethPair(t)
+	buf := make([]byte, 2048)
+	if _, err := a.ReadFrame(buf, 50*time.Millisecond); !errors.Is(err, ErrTimeout) || !errors.Is(err, pppoe.ErrTimeout) {
+		t.Fatalf("empty read: %v", err)
+	}
+	bm, am := b.HardwareAddr(), a.HardwareAddr()
+	mk := func(et uint16, vlan uint16) []byte {
+		f := append(append([]byte{}, bm[:]...), am[:]...)
+		if vlan != 0 {
+			f = append(f, 0x81, 0x00, byte(5<<5|vlan>>8), byte(vlan))
+		}
+		f = binary.BigEndian.AppendUint16(f, et)
+		f = append(f, 0x11, 0x09, 0, 0, 0, 4, 1, 1, 0, 0)
+		for len(f) < 60 {
+			f = append(f, 0)
+		}
+		return f
+	}
+	// Filtered out (IPv4), then untagged and VLAN-7 PPPoE frames.
+	for _, f := range [][]byte{mk(0x0800, 0), mk(0x8863, 0), mk(0x8863, 7)} {
+		if err := a.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range [][]byte{mk(0x8863, 0), mk(0x8863, 7)} {
+		n, err := b.ReadFrame(buf, 2*time.Second)
+		if err != nil || !bytes.Equal(buf[:n], want) {
+			t.Fatalf("got % x (%v), want % x", buf[:n], err, want)
+		}
+	}
+	// Our own transmissions are not read back.
+	if n, err := a.ReadFrame(buf, 100*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("read own frame % x (%v)", buf[:n], err)
+	}
+}
+
+// TestIntegrationPPPoEOverVeth runs pppfwd's client against its access
+// concentrator over AF_PACKET sockets on a VLAN-7 tagged veth pair.
+func TestIntegrationPPPoEOverVeth(t *testing.T) {
+	a, b := vethPair(t)
+	srv := pppoe.NewServer(pppoe.ServerConfig{Auth: pppoe.AuthPAP, Users: map[string]string{"u": "p"},
+		LocalAddr: 0x0a000001, PoolFirst: 0x0a000002, PoolLast: 0x0a000010, DNS: [2]uint32{0x08080808}, VLAN: 7}, b)
+	ups := make(chan *pppoe.Session, 4)
+	cli := pppoe.NewClient(pppoe.ClientConfig{Username: "u", Password: "p", VLAN: 7, VLANPrio: 1, HostUniq: true,
+		TerminateTimeout: time.Second}, a, func(s *pppoe.Session) { ups <- s })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cctx, ccancel := context.WithCancel(ctx)
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Run(ctx) }()
+	go func() { errc <- cli.Run(cctx) }()
+	select {
+	case s := <-ups:
+		if s == nil || s.LocalAddr != 0x0a000002 || s.DNS[0] != 0x08080808 || s.VLAN != 7 {
+			t.Fatalf("session %+v", s)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("not up: %+v", cli.Status())
+	}
+	ccancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(srv.Sessions()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(srv.Sessions()); n != 0 {
+		t.Fatalf("AC holds %d sessions after client shutdown", n)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
