@@ -318,6 +318,11 @@ func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
 		mac := h + int(ne.Uint16(rx[h+hMac:]))
 		q.left--
 		q.off += next
+		if next == 0 {
+			// The kernel leaves tp_next_offset 0 only on a block's last
+			// frame: never walk the same header twice.
+			q.left = 0
+		}
 		if st&unix.TP_STATUS_CSUMNOTREADY != 0 {
 			csum++
 		}
