@@ -29,10 +29,10 @@ type mKey struct {
 }
 
 type mFlow struct {
-	ext                          uint16
-	seenOut, seenIn, est         bool
-	finOut, finIn, rst           bool
-	exp                          uint32
+	ext                  uint16
+	seenOut, seenIn, est bool
+	finOut, finIn, rst   bool
+	exp                  uint32
 }
 
 type model struct {
