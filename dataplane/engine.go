@@ -84,7 +84,7 @@ func New(cfg Config) (*Engine, error) {
 	e.inject = NewLink(cfg.RingSize / 4)
 	e.injectPool = NewPool(cfg.RingSize/4, cfg.RingSize/2)
 	e.steer = newSteerer(e, &e.steerCounters)
-	e.steer.clock = cfg.Clock.Now
+	e.steer.clock = monoClock{}.Now // steering cost is real time, whatever the shaper's clock
 	e.neighbors.Store(NewNeighbors(nil))
 	for i := 0; i < n; i++ {
 		w, err := newWorker(e, i)

@@ -410,8 +410,8 @@ func (w *Worker) toWAN(f *nic.Frame) {
 func (w *Worker) toLAN(f *nic.Frame, dst, host uint32) {
 	mac, ok := w.neigh.Lookup(dst)
 	if !ok {
-		w.toException(f) // the host stack resolves it (ARP) and retries
-		w.c.Drops[DropNoNeighbor]++
+		w.c.Unresolved++
+		w.toException(f) // the host stack resolves it (ARP) and sends it
 		return
 	}
 	b := f.Data()
@@ -572,8 +572,8 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 	if w.down != nil {
 		mac, ok := w.neigh.Lookup(dst)
 		if !ok {
+			w.c.Unresolved++
 			w.toException(f)
-			w.c.Drops[DropNoNeighbor]++
 			return
 		}
 		eth := hdr.Ethernet(f.Data())
