@@ -1,10 +1,17 @@
 package pppoe
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
 )
 
 // ClientConfig configures a PPPoE client. Zero values select the defaults
@@ -74,38 +81,106 @@ type ClientConfig struct {
 	Logf func(format string, args ...any)
 }
 
+func (cfg *ClientConfig) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = mruPPPoE
+	}
+	cfg.MTU = max(min(cfg.MTU, 1500), 576)
+	def(&cfg.EchoInterval, 10*time.Second)
+	if cfg.EchoFailures <= 0 {
+		cfg.EchoFailures = 3
+	}
+	if cfg.Auth == 0 {
+		cfg.Auth = AuthAny
+	}
+	def(&cfg.PADITimeout, time.Second)
+	def(&cfg.MaxPADITimeout, 32*time.Second)
+	def(&cfg.PADOWait, 200*time.Millisecond)
+	def(&cfg.RestartTimer, 3*time.Second)
+	if cfg.MaxConfigure <= 0 {
+		cfg.MaxConfigure = 10
+	}
+	def(&cfg.AuthTimeout, 30*time.Second)
+	def(&cfg.HoldoffDelay, time.Second)
+	def(&cfg.MaxHoldoff, 60*time.Second)
+	def(&cfg.AuthFailDelay, 10*time.Second)
+	def(&cfg.MaxAuthFailDelay, 10*time.Minute)
+	def(&cfg.TerminateTimeout, time.Second)
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = cryptoRand
+	}
+}
+
+func cryptoRand() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// offer is a PADO the client may answer.
+type offer struct {
+	mac        [6]byte
+	acName     string
+	cookie     []byte
+	relay      []byte
+	maxPayload int // PPP-Max-Payload echoed (0: none)
+}
+
 // Client is a PPPoE client session (RFC 2516 discovery + PPP). It works
 // purely through its Conn.
 type Client struct {
 	cfg     ClientConfig
 	conn    Conn
 	publish func(*Session)
-	clock   Clock
 	sess    atomic.Pointer[Session]
 
-	mu sync.Mutex // guards everything below (Run's goroutine and accessors)
-	st Status
+	mu  sync.Mutex // guards everything below (Run's goroutine and accessors)
+	st  Status
+	mac [6]byte
+
+	timer       time.Time // discovery, request, holdoff and shutdown timer
+	padiTimeout time.Duration
+	padrTries   int
+	hostUniq    []byte
+	offers      []offer
+	offerWait   time.Time
+	chosen      offer
+	link        *link
+	lcfg        linkConfig
+	failStreak  int
+	closing     bool
+	done        bool
+	gen         uint64
+	buf         []byte
+	writeErr    error
 }
 
 // NewClient returns a client that runs over conn and calls publish with
 // every new session snapshot (nil when the session goes down). publish
-// is called from Run's goroutine and must not block for long.
+// is called from Run's goroutine with the client's lock held: it must not
+// call back into the Client, and must not block.
 func NewClient(cfg ClientConfig, conn Conn, publish func(*Session)) *Client {
-	c := &Client{cfg: cfg, conn: conn, publish: publish}
-	c.clock = cfg.Clock
-	if c.clock == nil {
-		c.clock = SystemClock
-	}
+	cfg.defaults()
+	c := &Client{cfg: cfg, conn: conn, publish: publish, mac: conn.HardwareAddr(), buf: make([]byte, 0, 1600)}
+	c.lcfg = linkConfig{role: roleClient, auth: cfg.Auth, user: cfg.Username, pass: cfg.Password,
+		wantDNS: !cfg.NoDNS, ipv6: cfg.IPv6, echoInterval: cfg.EchoInterval, echoFailures: cfg.EchoFailures,
+		restart: cfg.RestartTimer, maxConfigure: cfg.MaxConfigure, authTimeout: cfg.AuthTimeout, rand: cfg.Rand}
 	return c
 }
 
 // Run connects and keeps the session up until ctx is done, then sends LCP
-// Terminate-Request and PADT and returns nil. Errors of the Conn are
-// returned.
+// Terminate-Request and PADT and returns nil. A failing Conn ends Run with
+// its error.
 func (c *Client) Run(ctx context.Context) error {
-	// TODO: implemented in the next commit.
-	<-ctx.Done()
-	return nil
+	return runLoop(ctx, c.conn, c.cfg.Clock, c.cfg.TerminateTimeout, (*clientCore)(c))
 }
 
 // Session returns the current session snapshot, or nil when down.
@@ -115,11 +190,522 @@ func (c *Client) Session() *Session { return c.sess.Load() }
 func (c *Client) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.st
+	st := c.st
+	if l := c.link; l != nil {
+		st.Counters.EchoSent = l.counters.echoSent + c.st.Counters.EchoSent
+		st.Counters.EchoReplies = l.counters.echoReplies + c.st.Counters.EchoReplies
+		st.Counters.ProtocolRejectsSent += l.counters.protoRejects
+		st.Counters.CodeRejectsSent += l.counters.codeRejects
+		st.EchoRTT = l.rtt
+	}
+	return st
 }
 
 // SendIPv4 encapsulates ip for the current session and writes it to the
 // Conn (labs/tests). It fails when the session is down.
 func (c *Client) SendIPv4(ip []byte) error {
-	return ErrNotUp
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.link == nil || !c.link.isUp {
+		return ErrNotUp
+	}
+	c.sendPPP(pppIPv4, ip)
+	return c.writeErr
+}
+
+// ErrShutdown is reported by Run's core when ctx ended the session.
+var errShutdown = errors.New("administrative shutdown")
+
+// clientCore is the event-driven state machine behind Run; its methods
+// are called with c.mu held.
+type clientCore Client
+
+func (c *Client) logf(format string, args ...any) {
+	if c.cfg.Logf != nil {
+		c.cfg.Logf(format, args...)
+	}
+}
+
+func (c *Client) setError(format string, args ...any) {
+	c.st.LastError = fmt.Sprintf(format, args...)
+	c.logf("pppoe: %s", c.st.LastError)
+}
+
+func (c *Client) frame(dst [6]byte, et uint16) []byte {
+	return appendEthernet(c.buf[:0], dst, c.mac, c.cfg.VLAN, c.cfg.VLANPrio, et)
+}
+
+func (c *Client) write(b []byte) {
+	if err := c.conn.WriteFrame(padFrame(b)); err != nil && c.writeErr == nil {
+		c.writeErr = err
+	}
+	c.buf = b[:0]
+}
+
+func (c *Client) sendDiscovery(dst [6]byte, code uint8, sid uint16, tags []Tag) {
+	d := Discovery{Code: code, SessionID: sid, Tags: tags}
+	c.write(d.Append(c.frame(dst, hdr.EtherTypePPPoEDisc)))
+}
+
+// sendPPP implements linkOwner.
+func (c *Client) sendPPP(proto uint16, b []byte) {
+	f := c.frame(c.chosen.mac, hdr.EtherTypePPPoESess)
+	f = append(f, 0x11, 0, byte(c.st.SessionID>>8), byte(c.st.SessionID), 0, 0, byte(proto>>8), byte(proto))
+	binary.BigEndian.PutUint16(f[len(f)-4:], uint16(len(b)+2))
+	c.write(append(f, b...))
+}
+
+func (cc *clientCore) start(now time.Time) {
+	c := (*Client)(cc)
+	c.st.State = StateIdle
+	if c.cfg.StatePath != "" {
+		if ps, err := loadState(c.cfg.StatePath); err == nil && ps.SessionID != 0 {
+			// A BRAS may still hold the session of a previous run that
+			// died without PADT: release it before asking for a new one.
+			c.sendDiscovery(ps.ACMAC, CodePADT, ps.SessionID, []Tag{{TagGenericError, []byte("stale session")}})
+			c.st.Counters.StalePADTSent++
+			c.logf("pppoe: sent PADT for stale session %#04x to %x", ps.SessionID, ps.ACMAC)
+		}
+		removeState(c.cfg.StatePath)
+	}
+	c.startDiscovery(now)
+}
+
+func (c *Client) jitter(d time.Duration) time.Duration {
+	// ±25 %
+	q := int64(d) / 4
+	if q <= 0 {
+		return d
+	}
+	return d - time.Duration(q) + time.Duration(c.cfg.Rand()%uint64(2*q+1))
+}
+
+func (c *Client) startDiscovery(now time.Time) {
+	c.st.State = StateDiscovery
+	c.offers, c.offerWait = c.offers[:0], time.Time{}
+	c.padiTimeout = c.cfg.PADITimeout
+	if c.cfg.HostUniq {
+		c.hostUniq = binary.BigEndian.AppendUint64(nil, c.cfg.Rand())
+	}
+	c.sendPADI(now)
+}
+
+func (c *Client) baseTags() []Tag {
+	tags := []Tag{{TagServiceName, []byte(c.cfg.ServiceName)}}
+	if c.hostUniq != nil {
+		tags = append(tags, Tag{TagHostUniq, c.hostUniq})
+	}
+	if c.cfg.MTU > mruPPPoE {
+		tags = append(tags, Tag{TagPPPMaxPayload, []byte{byte(c.cfg.MTU >> 8), byte(c.cfg.MTU)}})
+	}
+	return tags
+}
+
+func (c *Client) sendPADI(now time.Time) {
+	c.sendDiscovery(Broadcast, CodePADI, 0, c.baseTags())
+	c.st.Counters.PADISent++
+	c.timer = now.Add(c.jitter(c.padiTimeout))
+	c.padiTimeout = min(2*c.padiTimeout, c.cfg.MaxPADITimeout)
+}
+
+func (c *Client) sendPADR(now time.Time) {
+	tags := c.baseTags()
+	if c.chosen.cookie != nil {
+		tags = append(tags, Tag{TagACCookie, c.chosen.cookie})
+	}
+	if c.chosen.relay != nil {
+		tags = append(tags, Tag{TagRelaySessionID, c.chosen.relay})
+	}
+	c.sendDiscovery(c.chosen.mac, CodePADR, 0, tags)
+	c.st.Counters.PADRSent++
+	c.padrTries++
+	c.timer = now.Add(c.jitter(c.cfg.PADITimeout << (c.padrTries - 1)))
+}
+
+// choose picks among the collected PADOs: an AC that echoed
+// PPP-Max-Payload when RFC 4638 is wanted, else the first to answer.
+func (c *Client) choose(now time.Time) {
+	best := 0
+	for i, o := range c.offers {
+		if c.cfg.MTU > mruPPPoE && o.maxPayload > mruPPPoE && c.offers[best].maxPayload <= mruPPPoE {
+			best = i
+		}
+	}
+	c.chosen = c.offers[best]
+	c.st.ACName, c.st.ACMAC = c.chosen.acName, c.chosen.mac
+	c.st.State = StateRequest
+	c.padrTries = 0
+	c.sendPADR(now)
+}
+
+func (cc *clientCore) next() time.Time {
+	c := (*Client)(cc)
+	t := c.timer
+	if c.link != nil {
+		if l := c.link.next(); !l.IsZero() && (t.IsZero() || l.Before(t)) {
+			t = l
+		}
+	}
+	return t
+}
+
+func (cc *clientCore) tick(now time.Time) {
+	c := (*Client)(cc)
+	if c.link != nil {
+		c.link.tick(now)
+	}
+	if !due(c.timer, now) {
+		return
+	}
+	c.timer = time.Time{}
+	switch c.st.State {
+	case StateDiscovery:
+		if len(c.offers) > 0 {
+			c.choose(now)
+			return
+		}
+		c.sendPADI(now)
+	case StateRequest:
+		if c.padrTries >= 3 {
+			c.setError("no PADS from %s (%x)", c.chosen.acName, c.chosen.mac)
+			c.startDiscovery(now)
+			return
+		}
+		c.sendPADR(now)
+	case StateHoldoff:
+		c.st.Counters.Reconnects++
+		c.startDiscovery(now)
+	case StateClosing:
+		// Terminate-Ack did not come: end with PADT anyway.
+		c.endSession(now, errShutdown.Error(), false, true)
+	}
+}
+
+func (cc *clientCore) input(b []byte, now time.Time) {
+	c := (*Client)(cc)
+	f, err := ParseFrame(b)
+	if err != nil {
+		c.st.Counters.BadFrames++
+		return
+	}
+	if f.Dst != c.mac && (f.EtherType != hdr.EtherTypePPPoEDisc || f.Dst != Broadcast) || f.VLAN != c.cfg.VLAN {
+		c.st.Counters.OtherFrames++
+		return
+	}
+	if f.EtherType == hdr.EtherTypePPPoESess {
+		if c.link == nil || f.SessionID != c.st.SessionID || f.Src != c.chosen.mac || f.Code != 0 || len(f.Payload) < 2 {
+			c.st.Counters.OtherFrames++
+			return
+		}
+		c.link.input(now, be16(f.Payload), f.Payload[2:])
+		c.syncState()
+		return
+	}
+	d, err := ParseDiscovery(f.PPPoE)
+	if err != nil {
+		c.st.Counters.BadFrames++
+		return
+	}
+	switch d.Code {
+	case CodePADO:
+		c.st.Counters.PADOReceived++
+		c.handlePADO(&f, &d, now)
+	case CodePADS:
+		c.handlePADS(&f, &d, now)
+	case CodePADT:
+		c.handlePADT(&f, &d, now)
+	default:
+		c.st.Counters.OtherFrames++
+	}
+}
+
+func (c *Client) hostUniqOK(d *Discovery) bool {
+	if c.hostUniq == nil {
+		return true
+	}
+	v, ok := d.Tag(TagHostUniq)
+	return ok && bytes.Equal(v, c.hostUniq)
+}
+
+// discoveryError reports error tags and tells whether one was present.
+func (c *Client) discoveryError(d *Discovery, from string) bool {
+	for _, t := range d.Tags {
+		switch t.Type {
+		case TagServiceNameError:
+			c.st.Counters.ServiceNameErrors++
+			c.setError("%s: Service-Name-Error %q", from, printable(t.Value))
+			return true
+		case TagACSystemError:
+			c.st.Counters.ACSystemErrors++
+			c.setError("%s: AC-System-Error %q", from, printable(t.Value))
+			return true
+		case TagGenericError:
+			c.st.Counters.GenericErrors++
+			c.setError("%s: Generic-Error %q", from, printable(t.Value))
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Client) handlePADO(f *Frame, d *Discovery, now time.Time) {
+	if c.st.State != StateDiscovery || d.SessionID != 0 || f.Dst != c.mac || !c.hostUniqOK(d) {
+		c.st.Counters.OtherFrames++
+		return
+	}
+	name, ok := d.Tag(TagACName)
+	if !ok {
+		c.st.Counters.BadFrames++
+		return
+	}
+	if c.discoveryError(d, "PADO from "+printable(name)) {
+		return
+	}
+	if c.cfg.ACName != "" && string(name) != c.cfg.ACName {
+		c.st.Counters.OtherFrames++
+		return
+	}
+	if c.cfg.ServiceName != "" {
+		found := false
+		for _, t := range d.Tags {
+			found = found || t.Type == TagServiceName && string(t.Value) == c.cfg.ServiceName
+		}
+		if !found {
+			c.st.Counters.OtherFrames++
+			return
+		}
+	}
+	o := offer{mac: f.Src, acName: string(name)}
+	if v, ok := d.Tag(TagACCookie); ok {
+		o.cookie = append([]byte{}, v...)
+	}
+	if v, ok := d.Tag(TagRelaySessionID); ok {
+		o.relay = append([]byte{}, v...)
+	}
+	if v, ok := d.Tag(TagPPPMaxPayload); ok && len(v) == 2 {
+		o.maxPayload = int(be16(v))
+	}
+	c.offers = append(c.offers, o)
+	if len(c.offers) == 1 {
+		c.offerWait = now.Add(c.cfg.PADOWait)
+		c.timer = c.offerWait
+		if c.cfg.PADOWait <= 0 {
+			c.choose(now)
+		}
+	}
+}
+
+func (c *Client) handlePADS(f *Frame, d *Discovery, now time.Time) {
+	if c.st.State != StateRequest || f.Src != c.chosen.mac || f.Dst != c.mac || !c.hostUniqOK(d) {
+		c.st.Counters.OtherFrames++
+		return
+	}
+	c.st.Counters.PADSReceived++
+	if c.discoveryError(d, "PADS from "+c.chosen.acName) || d.SessionID == 0 {
+		if d.SessionID == 0 && c.st.LastError == "" {
+			c.setError("PADS from %s without session id", c.chosen.acName)
+		}
+		c.holdoff(now, false)
+		return
+	}
+	mru := mruPPPoE
+	c.st.MaxPayload = false
+	if v, ok := d.Tag(TagPPPMaxPayload); ok && len(v) == 2 && c.cfg.MTU > mruPPPoE && int(be16(v)) > mruPPPoE {
+		mru = min(c.cfg.MTU, int(be16(v)))
+		c.st.MaxPayload = true
+	}
+	c.st.SessionID = d.SessionID
+	c.timer = time.Time{}
+	if c.cfg.StatePath != "" {
+		if err := saveState(c.cfg.StatePath, persisted{SessionID: d.SessionID, ACMAC: f.Src, LocalMAC: c.mac, VLAN: c.cfg.VLAN}); err != nil {
+			c.logf("pppoe: saving session state: %v", err)
+		}
+	}
+	c.lcfg.mru = mru
+	c.link = newLink(&c.lcfg, c, now)
+	c.st.State = StateLCP
+	c.logf("pppoe: session %#04x with %s (%x)", d.SessionID, c.chosen.acName, f.Src)
+	c.link.start()
+	c.syncState()
+}
+
+func (c *Client) handlePADT(f *Frame, d *Discovery, now time.Time) {
+	if c.link == nil || f.Src != c.chosen.mac || d.SessionID != c.st.SessionID || f.Dst != c.mac {
+		c.st.Counters.PADTIgnored++
+		return
+	}
+	c.st.Counters.PADTReceived++
+	msg := "PADT from AC"
+	if c.discoveryError(d, "PADT") {
+		msg = c.st.LastError
+	}
+	c.link.abort()
+	c.endSession(now, msg, false, false)
+}
+
+// syncState maps the link's phase onto the client state.
+func (c *Client) syncState() {
+	if c.link == nil || c.st.State == StateClosing {
+		return
+	}
+	switch c.link.phase {
+	case phaseEstablish:
+		c.st.State = StateLCP
+	case phaseAuth:
+		c.st.State = StateAuth
+	case phaseNetwork:
+		if c.st.State != StateUp {
+			c.st.State = StateNetwork
+		}
+	}
+}
+
+// linkUp implements linkOwner: IPCP opened.
+func (c *Client) linkUp() {
+	l := c.link
+	c.st.State = StateUp
+	c.st.LocalAddr, c.st.PeerAddr, c.st.DNS = l.ourAddr, l.hisAddr, l.dns
+	c.st.UpSince = l.now
+	c.st.AuthFailures = 0
+	c.failStreak = 0
+	c.st.Counters.SessionsUp++
+	c.logf("pppoe: up: session %#04x local %s peer %s mtu %d", c.st.SessionID, ip4(l.ourAddr), ip4(l.hisAddr), l.mtu())
+	c.publishSession()
+}
+
+// linkDown implements linkOwner: IPCP left Opened, the dataplane must
+// stop using the session at once.
+func (c *Client) linkDown() {
+	if c.sess.Swap(nil) != nil && c.publish != nil {
+		c.publish(nil)
+	}
+	if c.st.State == StateUp {
+		c.st.State = StateNetwork
+	}
+}
+
+func (c *Client) linkMTU() {
+	if c.link.probeFailed {
+		c.st.MaxPayload = false
+		c.setError("RFC 4638: no reply to %d-byte echo, MTU stays 1492", min(c.link.ourMRU, c.link.peerMRU()))
+	}
+	if c.link.isUp {
+		c.publishSession()
+	} else {
+		c.st.MTU = c.link.mtu()
+	}
+}
+
+func (c *Client) publishSession() {
+	l := c.link
+	c.st.MTU = l.mtu()
+	c.st.LocalIfID, c.st.PeerIfID = l.ourIfID, l.hisIfID
+	c.gen++
+	s := &Session{ID: c.st.SessionID, LocalMAC: c.mac, PeerMAC: c.chosen.mac, VLAN: c.cfg.VLAN, VLANPrio: c.cfg.VLANPrio,
+		LocalAddr: l.ourAddr, PeerAddr: l.hisAddr, DNS: l.dns, MTU: l.mtu(), Gen: c.gen}
+	c.sess.Store(s)
+	if c.publish != nil {
+		c.publish(s)
+	}
+}
+
+func (c *Client) authResult(ok bool, _ string, msg string) {
+	if ok {
+		c.st.AuthProto = map[uint16]AuthProto{pppPAP: AuthPAP, pppCHAP: AuthCHAPMD5}[c.link.authProto]
+		return
+	}
+	c.setError("%s", msg)
+}
+
+func (c *Client) deliver(proto uint16, b []byte) {
+	if proto == pppIPv4 && c.cfg.Deliver != nil {
+		c.cfg.Deliver(b)
+	}
+}
+
+// linkFinished implements linkOwner: LCP is down for good.
+func (c *Client) linkFinished(reason string, authFail bool) {
+	if reason != "" && !authFail && c.st.State != StateClosing {
+		c.setError("%s", reason)
+	}
+	if reason == "peer not responding to LCP echo" {
+		c.st.Counters.EchoTimeouts++
+	}
+	c.endSession(c.link.now, reason, authFail, true)
+}
+
+// endSession tears the session down, optionally sending PADT, and moves
+// to holdoff (or finishes a shutdown).
+func (c *Client) endSession(now time.Time, reason string, authFail, padt bool) {
+	if padt && c.st.SessionID != 0 {
+		c.sendDiscovery(c.chosen.mac, CodePADT, c.st.SessionID, nil)
+		c.st.Counters.PADTSent++
+	}
+	if c.cfg.StatePath != "" {
+		removeState(c.cfg.StatePath)
+	}
+	if c.link != nil {
+		c.st.Counters.EchoSent += c.link.counters.echoSent
+		c.st.Counters.EchoReplies += c.link.counters.echoReplies
+		c.st.Counters.ProtocolRejectsSent += c.link.counters.protoRejects
+		c.st.Counters.CodeRejectsSent += c.link.counters.codeRejects
+		c.st.EchoRTT = c.link.rtt
+	}
+	c.link = nil
+	c.st.SessionID = 0
+	c.st.LocalAddr, c.st.PeerAddr, c.st.DNS = 0, 0, [2]uint32{}
+	if c.sess.Swap(nil) != nil && c.publish != nil {
+		c.publish(nil)
+	}
+	if c.closing {
+		c.done = true
+		c.st.State = StateIdle
+		return
+	}
+	c.holdoff(now, authFail)
+}
+
+func (c *Client) holdoff(now time.Time, authFail bool) {
+	var d time.Duration
+	if authFail {
+		c.st.AuthFailures++
+		c.st.Counters.AuthFailures++
+		d = backoff(c.cfg.AuthFailDelay, c.cfg.MaxAuthFailDelay, c.st.AuthFailures)
+	} else {
+		c.failStreak++
+		d = backoff(c.cfg.HoldoffDelay, c.cfg.MaxHoldoff, c.failStreak)
+	}
+	c.st.State = StateHoldoff
+	c.timer = now.Add(c.jitter(d))
+	c.logf("pppoe: retrying in %v", d)
+}
+
+func backoff(base, limit time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+func (cc *clientCore) shutdown(now time.Time) {
+	c := (*Client)(cc)
+	c.closing = true
+	if c.link == nil {
+		c.done = true
+		c.st.State = StateIdle
+		return
+	}
+	c.st.State = StateClosing
+	c.timer = now.Add(c.cfg.TerminateTimeout)
+	c.link.close(errShutdown.Error())
+}
+
+func (cc *clientCore) finished() bool { return cc.done }
+func (cc *clientCore) lock()          { cc.mu.Lock() }
+func (cc *clientCore) unlock()        { cc.mu.Unlock() }
+func (cc *clientCore) err() error     { return cc.writeErr }
+
+func ip4(a uint32) string {
+	return fmt.Sprintf("%d.%d.%d.%d", a>>24, a>>16&0xff, a>>8&0xff, a&0xff)
 }

@@ -347,7 +347,7 @@ func ParseFrame(b []byte) (Frame, error) {
 		if len(b) < o+hdr.VLANLen {
 			return f, ErrShort
 		}
-		v := hdr.VLAN(b[o-2:])
+		v := hdr.VLAN(b[o:])
 		f.VLAN, f.VLANPrio, et = v.ID(), v.PCP(), v.Type()
 		o += hdr.VLANLen
 	}

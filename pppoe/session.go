@@ -82,7 +82,7 @@ func (s *Session) Decap(f *nic.Frame) DecapResult {
 		if len(b) < o+hdr.VLANLen {
 			return DecapBadFrame
 		}
-		v := hdr.VLAN(b[o-2:])
+		v := hdr.VLAN(b[o:])
 		if s.VLAN != 0 && v.ID() != s.VLAN {
 			return DecapWrongSession
 		}

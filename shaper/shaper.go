@@ -162,9 +162,18 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 // Config returns the configuration in use (defaults applied).
 func (s *FQCoDel[T]) Config() Config { return s.cfg }
 
-// reduce maps a 32-bit hash onto [0, n) (Lemire's multiply-shift, as
-// Linux's reciprocal_scale).
-func reduce(h uint32, n int) int32 { return int32((uint64(h) * uint64(n)) >> 32) }
+// reduce maps a 32-bit hash onto [0, n): the hash is mixed first (the
+// murmur3 finalizer's first rounds, so weak hashes such as a port number
+// still spread), then scaled by Lemire's multiply-shift (Linux's
+// reciprocal_scale).
+func reduce(h uint32, n int) int32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return int32((uint64(h) * uint64(n)) >> 32)
+}
 
 // Enqueue adds a packet of the given flow (5-tuple hash) and host (LAN
 // host hash, for per-host fairness) at the clock's current time.

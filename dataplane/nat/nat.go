@@ -1,13 +1,56 @@
-// Package nat is pppfwd's NAT44: one Table per worker, each owning a
-// disjoint slice of the external port (and ICMP id) space, touched by no
-// other thread.
+// Package nat is pppfwd's NAT44 (masquerade between the LAN and the PPPoE
+// address): one Table per worker, each owning a disjoint slice of the
+// external port (and ICMP id) space, touched by no other thread.
 //
-// STAND-IN: this file fixes the API the worker uses; the full conntrack
-// (issue 4) replaces the implementation behind it.
+// # Behaviour (RFC 4787, RFC 5382, RFC 5508)
+//
+//   - Endpoint-independent mapping (EIM): a LAN endpoint (proto, addr, port
+//     or ICMP echo id) keeps one external port for every destination. To
+//     keep that true across workers, a LAN endpoint is owned by one worker
+//     (EndpointOwner, or the forward's Worker for port-forward endpoints);
+//     Outbound on another worker answers Redirect. LANSteer computes the
+//     owner from a packet so LAN steering can avoid most redirects.
+//   - Endpoint-independent filtering (EIF) by default, address-dependent
+//     (ADF) as an option (Config.Filtering). ICMP echo replies always need
+//     the exact flow.
+//   - Port preservation: the LAN port is kept when it is free in the
+//     worker's range; otherwise the first free port scanning upward from it.
+//   - Hairpinning with "external source IP address and port" (REQ-9a), and
+//     NAT reflection for port forwards.
+//   - Timers: UDP 5 min (>= 2 min enforced), TCP established 2 h 4 min,
+//     TCP transitory 4 min, ICMP query 60 s (RFC minimums enforced).
+//   - TCP state: SYN/established/FIN/RST, enough to choose the timer.
+//   - ICMP errors translated both ways, embedded IP + transport header and
+//     every checksum (incremental, RFC 1624).
+//   - Port forwards are static 1:1 mappings (stateless DNAT/SNAT); the
+//     forwarded LAN endpoint always leaves with the forward's external port.
+//   - Limits: Capacity (slots), MaxBytes and MaxPerHost. A flow that cannot
+//     be created gets Reject (ICMP administratively prohibited); existing
+//     flows are untouched.
+//   - Unsolicited WAN traffic is dropped and counted by reason.
+//   - Fragments are dropped (ReasonFragment): the steering stage cannot
+//     route non-first fragments by port. IP options are translated normally.
+//
+// # Memory and expiry
+//
+// State lives in one open-addressing table (linear probing, backward-shift
+// deletion, no tombstones) of 20-byte pointer-free slots sized at New. A slot
+// is one of: a flow (5-tuple, external port, TCP state, expiry), a mapping
+// (LAN endpoint -> external port, with a flow reference count), an ADF
+// permission (LAN endpoint + remote address, only with ADF) or a per-host
+// flow counter. A new TCP connection usually uses two slots (mapping and
+// flow); further flows of the same LAN socket use one. A per-port array
+// finds the mapping of an external port in O(1).
+//
+// Expire sweeps at most budget slots per call from a cursor; lookups also
+// treat an expired flow as gone, so timers are exact whatever the sweep
+// speed. A mapping lives until its last flow has been removed.
 package nat
 
 import (
-	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
 )
@@ -23,18 +66,44 @@ const (
 	// Hairpin: a LAN packet to the public address, translated in place
 	// into a LAN-to-LAN packet; deliver it to the LAN.
 	Hairpin
-	// Reject: the flow cannot be created (table or host limit); the worker
-	// answers with ICMP administratively prohibited and drops the packet.
+	// Reject: the flow cannot be created (table or host limit, no free
+	// port); the worker answers with ICMP administratively prohibited and
+	// drops the packet. The packet is unchanged.
 	Reject
 	// Redirect: the packet belongs to another worker's state; the worker
-	// hands it to RedirectTarget() unchanged.
+	// hands it, as it is now, to RedirectTarget(), which calls Outbound on
+	// it (Redirect only comes from Outbound). A hairpinned packet may
+	// already carry its translated source (src = public address) at that
+	// point; the target finishes it and answers Hairpin.
 	Redirect
-	// Local: addressed to the router itself; goes to the host stack.
+	// Local: addressed to the router itself (ICMP echo request from the
+	// WAN, LocalPorts, a LAN host using the public address for a port no
+	// NAT range covers); goes to the host stack. The packet is unchanged.
 	Local
 )
 
+var verdictNames = [...]string{"pass", "drop", "hairpin", "reject", "redirect", "local"}
+
+func (v Verdict) String() string {
+	if int(v) < len(verdictNames) {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("verdict(%d)", uint8(v))
+}
+
 // Range is a half-open range of external ports/ICMP ids [Lo, Hi).
 type Range struct{ Lo, Hi uint16 }
+
+// Contains reports whether p is in the range.
+func (r Range) Contains(p uint16) bool { return p >= r.Lo && p < r.Hi }
+
+// Len returns the number of ports in the range.
+func (r Range) Len() int {
+	if r.Hi <= r.Lo {
+		return 0
+	}
+	return int(r.Hi) - int(r.Lo)
+}
 
 // Partition splits [lo, hi) into n contiguous ranges, one per worker.
 func Partition(n int, lo, hi uint16) []Range {
@@ -48,97 +117,256 @@ func Partition(n int, lo, hi uint16) []Range {
 	return out
 }
 
-// Config configures one worker's table.
+// Filtering selects the inbound filtering behaviour (RFC 4787 section 5).
+type Filtering uint8
+
+const (
+	// EndpointIndependent filtering (default): any remote may reach a
+	// mapped port.
+	EndpointIndependent Filtering = iota
+	// AddressDependent filtering: only remote addresses the LAN endpoint
+	// has sent to may reach it (any remote port).
+	AddressDependent
+)
+
+// Timeouts are the idle timers. Zero fields take the defaults.
+type Timeouts struct {
+	UDP            time.Duration // default 5 min, minimum 2 min (RFC 4787 REQ-5)
+	TCPEstablished time.Duration // default and minimum 2 h 4 min (RFC 5382 REQ-5)
+	TCPTransitory  time.Duration // default and minimum 4 min (RFC 5382 REQ-5)
+	ICMP           time.Duration // default and minimum 60 s (RFC 5508 REQ-1)
+}
+
+// DefaultTimeouts are the RFC recommended values.
+var DefaultTimeouts = Timeouts{
+	UDP:            5 * time.Minute,
+	TCPEstablished: 2*time.Hour + 4*time.Minute,
+	TCPTransitory:  4 * time.Minute,
+	ICMP:           60 * time.Second,
+}
+
+var minTimeouts = Timeouts{
+	UDP:            2 * time.Minute,
+	TCPEstablished: 2*time.Hour + 4*time.Minute,
+	TCPTransitory:  4 * time.Minute,
+	ICMP:           60 * time.Second,
+}
+
+// Forward is a static port forward (DNAT): Proto (TCP or UDP) ExtPort on
+// the public address goes to LANAddr:LANPort, and that LAN endpoint always
+// leaves with ExtPort. Worker owns it: the WAN steering (OwnerTable) sends
+// ExtPort there and only that worker translates it; AssignForwards fills it.
+type Forward struct {
+	Proto   uint8
+	ExtPort uint16
+	LANAddr uint32
+	LANPort uint16
+	Worker  int
+}
+
+// Config configures one worker's table. All tables of a router get the
+// same Ranges, Forwards, LocalPorts and LAN prefix.
 type Config struct {
-	PublicAddr uint32 // the PPPoE session's address (big-endian uint32)
+	PublicAddr uint32 // the PPPoE session's address (big-endian uint32); 0 = none yet
 	LANAddr    uint32 // LAN network
-	LANBits    int    // LAN prefix length
+	LANBits    int    // LAN prefix length; sources outside it are dropped (0 = any)
 	Ports      Range  // this worker's external ports / ICMP ids
-	Capacity   int    // max entries
+	Capacity   int    // max table slots (flows + mappings + ...); 0 = 65536
 	Worker     int    // this worker's index
+
+	// Ranges are every worker's port ranges (Ranges[Worker] == Ports);
+	// nil means a single worker. len(Ranges) is the worker count used by
+	// EndpointOwner.
+	Ranges []Range
+	// Forwards are the static port forwards, with Worker set.
+	Forwards []Forward
+	// LocalPorts are external ports for the router's own sockets: never
+	// allocated, and WAN traffic to them is Local.
+	LocalPorts Range
+	// Filtering is EIF (default) or ADF.
+	Filtering Filtering
+	// Timeouts; zero fields take DefaultTimeouts.
+	Timeouts Timeouts
+	// MaxPerHost limits the flows of one LAN address; 0 = no limit.
+	MaxPerHost int
+	// MaxBytes bounds the table's memory; Capacity is lowered to fit.
+	// 0 = no bound.
+	MaxBytes int
+	// HashSeed seeds the flow hash; 0 picks one from the clock.
+	HashSeed uint64
+}
+
+// Reason is why a packet was dropped or rejected.
+type Reason uint8
+
+// Drop and reject reasons.
+const (
+	ReasonMalformed      Reason = iota // header too short / inconsistent
+	ReasonFragment                     // IPv4 fragment
+	ReasonProto                        // transport protocol not translated
+	ReasonICMPType                     // ICMP type not translated in this direction
+	ReasonNoAddr                       // no public address yet
+	ReasonNotLAN                       // LAN packet with a source outside the LAN prefix
+	ReasonNotPublic                    // WAN packet not addressed to the public address
+	ReasonNoMapping                    // unsolicited: no mapping and no forward
+	ReasonFiltered                     // mapping exists, ADF filter refused the remote
+	ReasonNoState                      // needs a flow that does not exist (echo reply, ICMP error, lone RST)
+	ReasonNotOwner                     // port owned by another worker (steering error)
+	ReasonHairpinICMP                  // ICMP error to/about the public address from the LAN
+	ReasonTableFull                    // reject: capacity reached
+	ReasonHostLimit                    // reject: MaxPerHost reached
+	ReasonPortsExhausted               // reject: no free port in the worker's range
+	NumReasons
+)
+
+var reasonNames = [NumReasons]string{
+	"malformed", "fragment", "proto", "icmp_type", "no_addr", "not_lan",
+	"not_public", "no_mapping", "filtered", "no_state", "not_owner",
+	"hairpin_icmp", "table_full", "host_limit", "ports_exhausted",
+}
+
+func (r Reason) String() string {
+	if r < NumReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
 }
 
 // Stats are per-table counters.
 type Stats struct {
-	Entries     uint64
-	Allocations uint64
-	Drops       uint64
-}
-
-// Table is one worker's NAT state.
-type Table struct {
-	cfg      Config
-	stats    Stats
-	redirect int
+	Entries       uint64 // live flows (conntrack entries)
+	Mappings      uint64 // live dynamic mappings (external ports in use)
+	Slots         uint64 // used table slots (flows, mappings, permissions, host counters)
+	Capacity      uint64 // slot capacity
+	Allocations   uint64 // flows created
+	MappingAllocs uint64 // mappings (external ports) allocated
+	Expired       uint64 // flows removed by timeout
+	Flushes       uint64 // public address changes that flushed the table
+	Drops         uint64 // packets answered Drop (sum of drop reasons)
+	Rejects       uint64 // packets answered Reject
+	Redirects     uint64
+	Hairpins      uint64
+	Locals        uint64
+	Reasons       [NumReasons]uint64 // drops and rejects by reason
 }
 
 // New returns a table.
-func New(cfg Config) (*Table, error) { return &Table{cfg: cfg}, nil }
-
-// SetPublicAddr changes the public address and flushes every mapping.
-func (t *Table) SetPublicAddr(a uint32) { t.cfg.PublicAddr = a }
-
-// RedirectTarget is the worker the last Redirect verdict named.
-func (t *Table) RedirectTarget() int { return t.redirect }
-
-// Stats returns the counters.
-func (t *Table) Stats() Stats { return t.stats }
-
-// Expire runs an incremental expiry step visiting at most budget entries.
-func (t *Table) Expire(now int64, budget int) int { return 0 }
-
-// mapPort is the stand-in's stateless mapping into the worker's range.
-func (t *Table) mapPort(p uint16) uint16 {
-	span := t.cfg.Ports.Hi - t.cfg.Ports.Lo
-	return t.cfg.Ports.Lo + p%span
-}
-
-// Outbound translates a LAN->WAN IPv4 packet (ip[0] is the IP header) in place.
-func (t *Table) Outbound(ip []byte, now int64) Verdict {
-	v := hdr.IPv4(ip)
-	l4 := ip[v.HeaderLen():v.TotalLen()]
-	old := v.Src()
-	switch v.Protocol() {
-	case hdr.ProtoTCP:
-		tc := hdr.TCP(l4)
-		tc.UpdateAddr(old, t.cfg.PublicAddr)
-		tc.SetSrcPort(t.mapPort(tc.SrcPort()))
-	case hdr.ProtoUDP:
-		u := hdr.UDP(l4)
-		u.UpdateAddr(old, t.cfg.PublicAddr)
-		u.SetSrcPort(t.mapPort(u.SrcPort()))
-	case hdr.ProtoICMP:
-		ic := hdr.ICMP(l4)
-		if !ic.IsQuery() {
-			t.stats.Drops++
-			return Drop
+func New(cfg Config) (*Table, error) {
+	if cfg.Ports.Len() == 0 {
+		return nil, errors.New("nat: empty port range")
+	}
+	if cfg.LANBits < 0 || cfg.LANBits > 32 {
+		return nil, fmt.Errorf("nat: LAN prefix length %d", cfg.LANBits)
+	}
+	if cfg.Capacity < 0 || cfg.MaxPerHost < 0 || cfg.MaxBytes < 0 {
+		return nil, errors.New("nat: negative limit")
+	}
+	if cfg.Capacity == 0 {
+		cfg.Capacity = 1 << 16
+	}
+	if cfg.Capacity > 1<<30 {
+		return nil, errors.New("nat: capacity above 2^30")
+	}
+	if cfg.Filtering > AddressDependent {
+		return nil, fmt.Errorf("nat: filtering %d", cfg.Filtering)
+	}
+	if cfg.Ranges == nil {
+		if cfg.Worker != 0 {
+			return nil, errors.New("nat: Worker != 0 needs Ranges")
 		}
-		ic.SetID(t.mapPort(ic.ID()))
-	default:
-		t.stats.Drops++
-		return Drop
+		cfg.Ranges = []Range{cfg.Ports}
 	}
-	v.SetSrc(t.cfg.PublicAddr)
-	return Pass
+	if cfg.Worker < 0 || cfg.Worker >= len(cfg.Ranges) || cfg.Ranges[cfg.Worker] != cfg.Ports {
+		return nil, errors.New("nat: Ranges[Worker] must equal Ports")
+	}
+	if len(cfg.Ranges) > 256 {
+		return nil, errors.New("nat: more than 256 workers")
+	}
+	to, err := cfg.Timeouts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeouts = to
+	if err := checkForwards(cfg.Ranges, cfg.Forwards); err != nil {
+		return nil, err
+	}
+	t := &Table{cfg: cfg}
+	t.init()
+	if cfg.MaxBytes > 0 {
+		fixed := t.fixedBytes()
+		if fixed+minSlots*entrySize > cfg.MaxBytes {
+			return nil, fmt.Errorf("nat: MaxBytes %d below the fixed %d bytes", cfg.MaxBytes, fixed+minSlots*entrySize)
+		}
+		slots := minSlots
+		for slots*2*entrySize <= cfg.MaxBytes-fixed {
+			slots *= 2
+		}
+		if c := slots / 4 * 3; c < cfg.Capacity {
+			cfg.Capacity = c
+			t.cfg.Capacity = c
+		}
+	}
+	t.alloc()
+	return t, nil
 }
 
-// Inbound translates a WAN->LAN IPv4 packet in place. The stand-in maps
-// every packet to LAN host .2 keeping the port.
-func (t *Table) Inbound(ip []byte, now int64) Verdict {
-	v := hdr.IPv4(ip)
-	host := t.cfg.LANAddr | 2
-	l4 := ip[v.HeaderLen():v.TotalLen()]
-	switch v.Protocol() {
-	case hdr.ProtoTCP:
-		hdr.TCP(l4).UpdateAddr(v.Dst(), host)
-	case hdr.ProtoUDP:
-		hdr.UDP(l4).UpdateAddr(v.Dst(), host)
-	case hdr.ProtoICMP:
-	default:
-		t.stats.Drops++
-		return Drop
+func (to Timeouts) withDefaults() (Timeouts, error) {
+	pick := func(v, def, min time.Duration, name string) (time.Duration, error) {
+		if v == 0 {
+			return def, nil
+		}
+		if v < min {
+			return 0, fmt.Errorf("nat: %s timeout %v below the RFC minimum %v", name, v, min)
+		}
+		if v > 1<<30*time.Second {
+			return 0, fmt.Errorf("nat: %s timeout %v too long", name, v)
+		}
+		return v, nil
 	}
-	v.SetDst(host)
-	_ = binary.BigEndian
-	return Pass
+	var out Timeouts
+	var err error
+	if out.UDP, err = pick(to.UDP, DefaultTimeouts.UDP, minTimeouts.UDP, "UDP"); err != nil {
+		return out, err
+	}
+	if out.TCPEstablished, err = pick(to.TCPEstablished, DefaultTimeouts.TCPEstablished, minTimeouts.TCPEstablished, "TCP established"); err != nil {
+		return out, err
+	}
+	if out.TCPTransitory, err = pick(to.TCPTransitory, DefaultTimeouts.TCPTransitory, minTimeouts.TCPTransitory, "TCP transitory"); err != nil {
+		return out, err
+	}
+	if out.ICMP, err = pick(to.ICMP, DefaultTimeouts.ICMP, minTimeouts.ICMP, "ICMP"); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func checkForwards(ranges []Range, fwds []Forward) error {
+	for i, f := range fwds {
+		if f.Proto != hdr.ProtoTCP && f.Proto != hdr.ProtoUDP {
+			return fmt.Errorf("nat: forward %d: protocol %d (TCP or UDP only)", i, f.Proto)
+		}
+		if f.ExtPort == 0 || f.LANPort == 0 || f.LANAddr == 0 {
+			return fmt.Errorf("nat: forward %d: zero port or address", i)
+		}
+		if f.Worker < 0 || f.Worker >= len(ranges) {
+			return fmt.Errorf("nat: forward %d: worker %d of %d", i, f.Worker, len(ranges))
+		}
+		for j, r := range ranges {
+			if r.Contains(f.ExtPort) && j != f.Worker {
+				return fmt.Errorf("nat: forward %d: port %d is in worker %d's range, not %d's", i, f.ExtPort, j, f.Worker)
+			}
+		}
+		for _, g := range fwds[:i] {
+			if g.ExtPort == f.ExtPort && g.Worker != f.Worker {
+				return fmt.Errorf("nat: forward %d: port %d forwarded by two workers", i, f.ExtPort)
+			}
+			if g.Proto == f.Proto && g.ExtPort == f.ExtPort {
+				return fmt.Errorf("nat: forward %d: duplicate external port %d", i, f.ExtPort)
+			}
+			if g.Proto == f.Proto && g.LANAddr == f.LANAddr && g.LANPort == f.LANPort {
+				return fmt.Errorf("nat: forward %d: LAN endpoint forwarded twice", i)
+			}
+		}
+	}
+	return nil
 }

@@ -124,3 +124,25 @@ func bsdIO(group, num uintptr) uintptr { return 0x20000000 | group<<8 | num }
 func bsdIOWR(group, num, size uintptr) uintptr {
 	return 0xc0000000 | (size&0x1fff)<<16 | group<<8 | num
 }
+
+// legacyRequest builds the struct nmreq a NIOCREGIF registration (the API
+// before nmreq_header) would use for the same binding: nr_flags carries the
+// NR_REG_* mode, nr_ringid the ring and, for old kernels, the
+// NETMAP_HW_RING / NETMAP_SW_RING selectors and NETMAP_NO_TX_POLL.
+func legacyRequest(name string, mode uint32, ring uint16, noTxPoll bool) legacyReq {
+	var r legacyReq
+	copy(r.Name[:ifNameSize-1], name)
+	r.Version = APIVersion
+	r.Flags = mode & legacyRegMask
+	r.RingID = ring & legacyRingMsk
+	switch mode {
+	case RegOneNIC:
+		r.RingID |= legacyHWRing
+	case RegSW, RegOneSW:
+		r.RingID |= legacySWRing
+	}
+	if noTxPoll {
+		r.RingID |= legacyNoTxPol
+	}
+	return r
+}

@@ -70,6 +70,10 @@ type LineConfig struct {
 	// superframes travel and every frame carries a finished L4 checksum
 	// (a packet-socket forwarder cannot finish CHECKSUM_PARTIAL frames).
 	KeepOffloads bool
+	// IPv6 keeps IPv6 on. By default it is disabled in the three
+	// namespaces so that the links carry no ND, MLD or router
+	// solicitations: only what a test sends.
+	IPv6 bool
 	// Queues is the number of RX and TX queues of each veth (default 1).
 	Queues int
 }

@@ -378,6 +378,15 @@ func (l *Lab) NewLine(cfg LineConfig) (*Line, error) {
 	if ln.B, err = l.NewNS("b"); err != nil {
 		return nil, err
 	}
+	if !cfg.IPv6 {
+		for _, ns := range []*NS{ln.A, ln.R, ln.B} {
+			for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+				if err := ns.Sysctl(k, "1"); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	if err := l.Veth(ln.AIf, ln.A, ln.RA, ln.R, cfg.Queues); err != nil {
 		return nil, err
 	}

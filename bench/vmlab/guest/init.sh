@@ -26,7 +26,11 @@ hostname vmlab
 ip link set lo up
 for i in /sys/class/net/*; do
 	n=${i##*/}
-	[ "$n" = lo ] || ip link set "$n" up
+	[ "$n" = lo ] && continue
+	# No IPv6 on the lab NICs: the wire carries only what tests send
+	# (PPP links still get IPv6 for IPv6CP).
+	echo 1 >"/proc/sys/net/ipv6/conf/$n/disable_ipv6" 2>/dev/null
+	ip link set "$n" up
 done
 syslogd -O /var/log/messages
 echo "vmlab: ready" >/dev/console

@@ -1,0 +1,211 @@
+package vmlab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Capture is a running tcpdump writing a pcap file.
+type Capture struct {
+	Path string
+	cmd  *exec.Cmd
+	errb *syncBuffer
+	done chan struct{}
+	werr error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// CaptureAvailable reports whether tcpdump and tshark are installed.
+func CaptureAvailable() error {
+	for _, c := range []string{"tcpdump", "tshark"} {
+		if _, err := exec.LookPath(c); err != nil {
+			return fmt.Errorf("vmlab: %s not found (run scripts/vmlab-deps.sh): %w", c, err)
+		}
+	}
+	return nil
+}
+
+// StartCapture runs tcpdump on ifname inside netns (empty: the current
+// namespace), writing every frame, unbuffered, to path. It returns once
+// tcpdump listens.
+func StartCapture(ctx context.Context, netns, ifname, path string) (*Capture, error) {
+	args := []string{"-i", ifname, "-w", path, "-U", "-s", "0", "-n", "--immediate-mode"}
+	var cmd *exec.Cmd
+	if netns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", netns, "tcpdump"}, args...)...)
+	} else {
+		cmd = exec.Command("tcpdump", args...)
+	}
+	cmd.SysProcAttr = procAttr()
+	c := &Capture{Path: path, cmd: cmd, errb: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = c.errb
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("vmlab: tcpdump: %w", err)
+	}
+	go func() {
+		c.werr = cmd.Wait()
+		close(c.done)
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(c.errb.String(), "listening on") {
+		select {
+		case <-c.done:
+			return nil, fmt.Errorf("vmlab: tcpdump exited: %v: %s", c.werr, c.errb.String())
+		case <-ctx.Done():
+			c.Stop()
+			return nil, ctx.Err()
+		case <-deadline:
+			c.Stop()
+			return nil, fmt.Errorf("vmlab: tcpdump did not start: %s", c.errb.String())
+		case <-tick.C:
+		}
+	}
+	return c, nil
+}
+
+// Stop ends tcpdump (SIGTERM; it flushes the file) and waits for it.
+func (c *Capture) Stop() error {
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	_ = c.cmd.Process.Signal(sigterm())
+	select {
+	case <-c.done:
+	case <-time.After(5 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+	return nil
+}
+
+// PcapReport is tshark's view of a capture.
+type PcapReport struct {
+	Frames int
+	// Protocols counts frames by their innermost dissected protocol
+	// (e.g. "pppoed", "lcp", "chap", "pap", "ipcp", "icmp").
+	Protocols map[string]int
+	// Problems lists frames tshark found malformed, flagged with an
+	// error-level expert message, or could not dissect (payload left as
+	// "data"), as "frame N: protocols: message".
+	Problems []string
+}
+
+// Has reports whether any frame's innermost protocol is proto.
+func (r *PcapReport) Has(proto string) bool { return r.Protocols[proto] > 0 }
+
+func (r *PcapReport) String() string {
+	keys := make([]string, 0, len(r.Protocols))
+	for k := range r.Protocols {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d frames:", r.Frames)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, r.Protocols[k])
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(&b, "\n  %s", p)
+	}
+	return b.String()
+}
+
+// DecodePcap decodes path with `tshark -r` and reports per-protocol counts
+// and every malformed, error-flagged or undissected frame.
+func DecodePcap(ctx context.Context, path string) (*PcapReport, error) {
+	cmd := exec.CommandContext(ctx, "tshark", "-n", "-r", path, "-T", "fields",
+		"-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;",
+		"-e", "frame.number", "-e", "frame.protocols",
+		"-e", "_ws.expert.severity", "-e", "_ws.expert.message")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("vmlab: tshark -r %s: %w: %s", path, err, stderr.String())
+	}
+	return parseTsharkFields(out)
+}
+
+// tsharkSevError is the value tshark prints for _ws.expert.severity of an
+// error-level expert item (PI_ERROR, 0x00800000).
+const tsharkSevError = 8388608
+
+func parseTsharkFields(out []byte) (*PcapReport, error) {
+	r := &PcapReport{Protocols: map[string]int{}}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "|")
+		if len(f) < 2 {
+			return nil, fmt.Errorf("vmlab: unexpected tshark line %q", line)
+		}
+		r.Frames++
+		protos := strings.Split(f[1], ":")
+		inner := protos[len(protos)-1]
+		r.Protocols[inner]++
+		var why []string
+		for _, p := range protos {
+			if p == "_ws.malformed" || p == "_ws.short" {
+				why = append(why, p)
+			}
+		}
+		if inner == "data" {
+			why = append(why, "undissected payload")
+		}
+		if len(f) >= 4 && f[2] != "" {
+			sevs, msgs := strings.Split(f[2], ";"), strings.Split(f[3], ";")
+			for i, s := range sevs {
+				var sev int
+				if _, err := fmt.Sscan(s, &sev); err == nil && sev >= tsharkSevError {
+					m := ""
+					if i < len(msgs) {
+						m = msgs[i]
+					}
+					why = append(why, "expert error: "+m)
+				}
+			}
+		}
+		if len(why) > 0 {
+			r.Problems = append(r.Problems, fmt.Sprintf("frame %s: %s: %s", f[0], f[1], strings.Join(why, ", ")))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if r.Frames == 0 {
+		return r, errors.New("vmlab: capture holds no frames")
+	}
+	return r, nil
+}

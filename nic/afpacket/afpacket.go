@@ -1,0 +1,87 @@
+// Package afpacket is a nic.Port over Linux AF_PACKET sockets with
+// TPACKET_V3 memory-mapped RX and TX rings.
+//
+// Each queue is one packet socket bound to the interface; with more than one
+// queue the sockets join one PACKET_FANOUT group (hash mode by default), so
+// the kernel spreads flows over the queues and every worker gets its share.
+//
+// Recv walks the RX ring's blocks without system calls, copying each frame
+// into the caller's buffer after nic.Headroom and releasing a block to the
+// kernel once all its frames are consumed. Wait polls the socket only when
+// the ring is empty. Send copies a batch into free TX frames and kicks the
+// kernel once per batch with one sendto(MSG_DONTWAIT); PACKET_QDISC_BYPASS
+// hands frames straight to the driver. PACKET_IGNORE_OUTGOING keeps the
+// port's own transmissions out of its RX rings.
+//
+// At Open the interface's coalescing offloads (GRO, LRO, TSO, GSO) are
+// switched off so the pipeline never receives or hands down superframes.
+// A TPACKET_V3 block reaches user space when it is full or its retire
+// timeout (Config.BlockTimeout) passes: at low rates that timeout is the
+// added latency.
+//
+// Opening needs CAP_NET_RAW (sockets) and CAP_NET_ADMIN (offloads,
+// promiscuous mode). On other systems Open returns an error wrapping
+// nic.ErrNotSupported.
+package afpacket
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrClosed is returned by a Port's methods after Close.
+var ErrClosed = errors.New("afpacket: port closed")
+
+// FanoutMode selects how the kernel spreads frames over the queues.
+type FanoutMode uint16
+
+// Fanout modes (linux/if_packet.h PACKET_FANOUT_*).
+const (
+	FanoutHash FanoutMode = 0 // by flow hash: one flow, one queue
+	FanoutLB   FanoutMode = 1 // round robin
+	FanoutCPU  FanoutMode = 2 // by the CPU that received the frame
+	FanoutQM   FanoutMode = 5 // by the NIC's RX queue (skb queue mapping)
+)
+
+// Config tunes a Port. The zero value is usable.
+type Config struct {
+	// Queues is the number of sockets (default 1).
+	Queues int
+	// Fanout is the fanout mode when Queues > 1 (default FanoutHash).
+	Fanout FanoutMode
+	// FanoutID is the fanout group id; 0 picks one unused by this process.
+	FanoutID uint16
+	// BlockSize is the RX block size in bytes, a multiple of the page
+	// size (default 256 KiB); Blocks the number of RX blocks per queue
+	// (default 16).
+	BlockSize int
+	Blocks    int
+	// BlockTimeout retires a partly filled RX block after this long
+	// (millisecond granularity, default 1 ms).
+	BlockTimeout time.Duration
+	// TxFrames is the number of TX ring slots per queue (default 1024,
+	// rounded up to fill whole blocks).
+	TxFrames int
+	// Promisc puts the interface into promiscuous mode while the port is
+	// open (a bridge or a router with its own MAC needs it on real NICs).
+	Promisc bool
+	// KeepOffloads leaves the interface's GRO/LRO/TSO/GSO settings alone.
+	KeepOffloads bool
+}
+
+// QueueStats are one queue's counters. Kernel figures come from
+// PACKET_STATISTICS.
+type QueueStats struct {
+	RxPackets, RxBytes uint64 // handed to Recv callers
+	TxPackets, TxBytes uint64 // accepted by Send
+	KernelRx           uint64 // frames the kernel queued to this socket
+	KernelDrops        uint64 // frames the kernel dropped: ring full
+	Freezes            uint64 // times the RX ring was full (queue frozen)
+	RxOversize         uint64 // dropped by Recv: longer than nic.MaxData or truncated
+	RxCsumPartial      uint64 // received with an unfinished L4 checksum (peer tx offload)
+	RxGSO              uint64 // received as a GSO superframe (coalescing offload on)
+	TxFull             uint64 // frames refused by Send: TX ring full
+	TxOversize         uint64 // frames dropped by Send: too long for a TX slot
+	TxWrongFormat      uint64 // TX slots the kernel rejected
+	TxKickErrors       uint64 // failed sendto kicks (frames stay queued)
+}

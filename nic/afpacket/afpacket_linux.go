@@ -1,0 +1,593 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/afpacket/ethtool"
+)
+
+var ne = binary.NativeEndian
+
+// TPACKET_V3 layout (linux/if_packet.h).
+const (
+	// struct tpacket_block_desc: version, offset_to_priv, then
+	// struct tpacket_hdr_v1.
+	bdStatus   = 8
+	bdNumPkts  = 12
+	bdFirstPkt = 16
+
+	// struct tpacket3_hdr.
+	hNextOffset = 0
+	hSnaplen    = 12
+	hLen        = 16
+	hStatus     = 20
+	hMac        = 24
+	hVlanTCI    = 32
+	hVlanTPID   = 36
+	hdrLen      = unix.SizeofTpacket3Hdr // 48, TPACKET_ALIGN'ed
+
+	// TX data offset: TPACKET3_HDRLEN - sizeof(struct sockaddr_ll).
+	txDataOff = hdrLen
+
+	frameSize   = 2048
+	txBlockSize = 1 << 16
+)
+
+type queue struct {
+	fd   int
+	efd  int // the port's eventfd, woken by Close
+	mem  []byte
+	rx   []byte
+	tx   []byte
+	bsz  int // RX block size
+	nblk int
+
+	// RX cursor (consumer only).
+	blk  int
+	left uint32
+	off  int
+	// TX cursor (producer only).
+	txHead  int
+	txSlots int
+
+	pollfds [2]unix.PollFd
+	waiters atomic.Int32
+
+	rxPackets, rxBytes, txPackets, txBytes atomic.Uint64
+	kernelRx, kernelDrops, freezes         atomic.Uint64
+	oversize, csumPartial, gso             atomic.Uint64
+	txFull, txOversize, txWrong, kickErr   atomic.Uint64
+	_                                      [64]byte
+}
+
+// Port is a nic.Port over TPACKET_V3 packet sockets.
+type Port struct {
+	name    string
+	ifindex int
+	q       []*queue
+	efd     int
+	closed  atomic.Bool
+	statsMu sync.Mutex
+}
+
+var fanoutSeq atomic.Uint32
+
+// Open opens cfg.Queues packet sockets on ifname. Call it inside the
+// interface's network namespace (the sockets stay there).
+func Open(ifname string, cfg Config) (*Port, error) {
+	if cfg.Queues <= 0 {
+		cfg.Queues = 1
+	}
+	if cfg.BlockSize <= 0 {
+		cfg.BlockSize = 1 << 18
+	}
+	if cfg.Blocks <= 0 {
+		cfg.Blocks = 16
+	}
+	if cfg.BlockTimeout <= 0 {
+		cfg.BlockTimeout = time.Millisecond
+	}
+	if cfg.TxFrames <= 0 {
+		cfg.TxFrames = 1024
+	}
+	page := os.Getpagesize()
+	if cfg.BlockSize%page != 0 || cfg.BlockSize < frameSize {
+		return nil, fmt.Errorf("afpacket: BlockSize %d is not a multiple of the page size %d", cfg.BlockSize, page)
+	}
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("afpacket: %w", err)
+	}
+	if !cfg.KeepOffloads {
+		if err := ethtool.DisableCoalescing(ifname); err != nil {
+			return nil, fmt.Errorf("afpacket: %w (set Config.KeepOffloads to skip)", err)
+		}
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("afpacket: eventfd: %w", err)
+	}
+	p := &Port{name: ifname, ifindex: ifi.Index, efd: efd}
+	fanoutArg := -1
+	for i := 0; i < cfg.Queues; i++ {
+		q, err := openQueue(ifi.Index, cfg, efd)
+		if err != nil {
+			p.release()
+			return nil, err
+		}
+		p.q = append(p.q, q)
+		if i == 0 && cfg.Promisc {
+			mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
+			if err := unix.SetsockoptPacketMreq(q.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+				p.release()
+				return nil, fmt.Errorf("afpacket: promiscuous mode on %s: %w", ifname, err)
+			}
+		}
+		if cfg.Queues > 1 {
+			if fanoutArg, err = joinFanout(q.fd, cfg, fanoutArg); err != nil {
+				p.release()
+				return nil, fmt.Errorf("afpacket: fanout on %s: %w", ifname, err)
+			}
+		}
+	}
+	return p, nil
+}
+
+// joinFanout joins fd to a fanout group. arg < 0 creates the group: with
+// cfg.FanoutID, or else a kernel-chosen unique id. It returns the argument
+// the next sockets join with.
+func joinFanout(fd int, cfg Config, arg int) (int, error) {
+	typeFlags := int(cfg.Fanout) | unix.PACKET_FANOUT_FLAG_IGNORE_OUTGOING
+	if arg >= 0 {
+		return arg, unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg)
+	}
+	if cfg.FanoutID != 0 {
+		arg = int(cfg.FanoutID) | typeFlags<<16
+		return arg, unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg)
+	}
+	err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT, (typeFlags|unix.PACKET_FANOUT_FLAG_UNIQUEID)<<16)
+	if err == nil {
+		v, gerr := unix.GetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT)
+		if gerr != nil {
+			return 0, gerr
+		}
+		return (v & 0xffff) | typeFlags<<16, nil
+	}
+	// Kernels before 4.4 lack UNIQUEID: try ids derived from the pid.
+	for i := 0; i < 32; i++ {
+		id := (os.Getpid()*131 + int(fanoutSeq.Add(1))) & 0xffff
+		arg = id | typeFlags<<16
+		if err = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg); err == nil {
+			return arg, nil
+		}
+	}
+	return 0, err
+}
+
+func openQueue(ifindex int, cfg Config, efd int) (q *queue, err error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return nil, fmt.Errorf("afpacket: packet socket: %w (needs CAP_NET_RAW)", err)
+		}
+		return nil, fmt.Errorf("afpacket: packet socket: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			unix.Close(fd)
+		}
+	}()
+	opt := func(name string, o, v int) error {
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, o, v); err != nil {
+			return fmt.Errorf("afpacket: setsockopt %s: %w", name, err)
+		}
+		return nil
+	}
+	if err = opt("PACKET_VERSION", unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
+		return nil, err
+	}
+	// Skip malformed TX frames instead of stopping the ring (must come
+	// before the rings are set up).
+	if err = opt("PACKET_LOSS", unix.PACKET_LOSS, 1); err != nil {
+		return nil, err
+	}
+	rxReq := unix.TpacketReq3{
+		Block_size:     uint32(cfg.BlockSize),
+		Block_nr:       uint32(cfg.Blocks),
+		Frame_size:     frameSize,
+		Frame_nr:       uint32(cfg.Blocks * (cfg.BlockSize / frameSize)),
+		Retire_blk_tov: uint32((cfg.BlockTimeout + time.Millisecond - 1) / time.Millisecond),
+	}
+	if err = unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &rxReq); err != nil {
+		return nil, fmt.Errorf("afpacket: PACKET_RX_RING: %w", err)
+	}
+	perBlock := txBlockSize / frameSize
+	txBlocks := (cfg.TxFrames + perBlock - 1) / perBlock
+	txReq := unix.TpacketReq3{
+		Block_size: txBlockSize,
+		Block_nr:   uint32(txBlocks),
+		Frame_size: frameSize,
+		Frame_nr:   uint32(txBlocks * perBlock),
+	}
+	if err = unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &txReq); err != nil {
+		return nil, fmt.Errorf("afpacket: PACKET_TX_RING: %w", err)
+	}
+	if err = opt("PACKET_QDISC_BYPASS", unix.PACKET_QDISC_BYPASS, 1); err != nil {
+		return nil, err
+	}
+	if err = opt("PACKET_IGNORE_OUTGOING", unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
+		return nil, err
+	}
+	rxSize := cfg.BlockSize * cfg.Blocks
+	txSize := txBlockSize * txBlocks
+	mem, err := unix.Mmap(fd, 0, rxSize+txSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("afpacket: mmap rings (%d bytes): %w", rxSize+txSize, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = unix.Munmap(mem)
+		}
+	}()
+	sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
+	if err = unix.Bind(fd, sa); err != nil {
+		return nil, fmt.Errorf("afpacket: bind to ifindex %d: %w", ifindex, err)
+	}
+	q = &queue{fd: fd, efd: efd, mem: mem, rx: mem[:rxSize:rxSize], tx: mem[rxSize:],
+		bsz: cfg.BlockSize, nblk: cfg.Blocks, txSlots: txBlocks * perBlock}
+	q.pollfds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN | unix.POLLERR}
+	q.pollfds[1] = unix.PollFd{Fd: int32(efd), Events: unix.POLLIN}
+	return q, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func (p *Port) release() {
+	for _, q := range p.q {
+		_ = unix.Munmap(q.mem)
+		q.mem, q.rx, q.tx = nil, nil, nil
+		unix.Close(q.fd)
+	}
+	unix.Close(p.efd)
+}
+
+// Name implements nic.Port.
+func (p *Port) Name() string { return p.name }
+
+// Queues implements nic.Port.
+func (p *Port) Queues() int { return len(p.q) }
+
+func (p *Port) queue(q int) (*queue, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	if q < 0 || q >= len(p.q) {
+		return nil, fmt.Errorf("afpacket: %s has no queue %d", p.name, q)
+	}
+	return p.q[q], nil
+}
+
+// Recv implements nic.Port: it copies up to len(frames) received frames
+// into the caller's buffers, at nic.Headroom, without a system call. A VLAN
+// tag the kernel stripped is put back into the frame.
+func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
+	q, err := p.queue(qi)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var bytes, over, csum, gso uint64
+	rx := q.rx
+	for n < len(frames) {
+		if q.left == 0 {
+			b := q.blk * q.bsz
+			if loadStatus(rx, b+bdStatus)&unix.TP_STATUS_USER == 0 {
+				break
+			}
+			q.left = ne.Uint32(rx[b+bdNumPkts:])
+			q.off = b + int(ne.Uint32(rx[b+bdFirstPkt:]))
+			if q.left == 0 {
+				q.releaseBlock()
+				continue
+			}
+		}
+		end := (q.blk + 1) * q.bsz
+		h := q.off
+		if h+hdrLen > end {
+			// Corrupt block: give it back.
+			over++
+			q.releaseBlock()
+			continue
+		}
+		next := int(ne.Uint32(rx[h+hNextOffset:]))
+		snap := int(ne.Uint32(rx[h+hSnaplen:]))
+		plen := int(ne.Uint32(rx[h+hLen:]))
+		st := ne.Uint32(rx[h+hStatus:])
+		mac := h + int(ne.Uint16(rx[h+hMac:]))
+		q.left--
+		q.off += next
+		if st&unix.TP_STATUS_CSUMNOTREADY != 0 {
+			csum++
+		}
+		if st&unix.TP_STATUS_GSO_TCP != 0 {
+			gso++
+		}
+		vlan := st&unix.TP_STATUS_VLAN_VALID != 0
+		max := nic.MaxData
+		if vlan {
+			max -= 4
+		}
+		if snap != plen || snap > max || snap < 14 || mac+snap > end {
+			over++
+		} else {
+			f := frames[n]
+			f.Off = nic.Headroom
+			f.Queue = uint16(qi)
+			buf := f.Buf[nic.Headroom:]
+			if vlan {
+				tpid := uint16(0x8100)
+				if st&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+					tpid = ne.Uint16(rx[h+hVlanTPID:])
+				}
+				copy(buf[:12], rx[mac:mac+12])
+				binary.BigEndian.PutUint16(buf[12:], tpid)
+				binary.BigEndian.PutUint16(buf[14:], uint16(ne.Uint32(rx[h+hVlanTCI:])))
+				copy(buf[16:], rx[mac+12:mac+snap])
+				f.Len = snap + 4
+			} else {
+				copy(buf, rx[mac:mac+snap])
+				f.Len = snap
+			}
+			bytes += uint64(f.Len)
+			n++
+		}
+		if q.left == 0 {
+			q.releaseBlock()
+		}
+	}
+	if n > 0 {
+		q.rxPackets.Add(uint64(n))
+		q.rxBytes.Add(bytes)
+	}
+	if over != 0 {
+		q.oversize.Add(over)
+	}
+	if csum != 0 {
+		q.csumPartial.Add(csum)
+	}
+	if gso != 0 {
+		q.gso.Add(gso)
+	}
+	return n, nil
+}
+
+// releaseBlock hands the current RX block back to the kernel and moves on.
+func (q *queue) releaseBlock() {
+	storeStatus(q.rx, q.blk*q.bsz+bdStatus, unix.TP_STATUS_KERNEL)
+	q.left = 0
+	q.blk++
+	if q.blk == q.nblk {
+		q.blk = 0
+	}
+}
+
+// rxReady reports whether Recv would find a frame.
+func (q *queue) rxReady() bool {
+	return q.left > 0 || loadStatus(q.rx, q.blk*q.bsz+bdStatus)&unix.TP_STATUS_USER != 0
+}
+
+// Send implements nic.Port: it copies the frames into free TX slots, marks
+// them for sending and kicks the kernel once (sendto with MSG_DONTWAIT).
+// Frames longer than a TX slot are dropped and counted (and count as
+// accepted); the first frame that finds the ring full ends the batch.
+func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
+	q, err := p.queue(qi)
+	if err != nil {
+		return 0, err
+	}
+	tx := q.tx
+	var accepted, queued int
+	var bytes, over, wrong uint64
+	for _, f := range frames {
+		slot := q.txHead * frameSize
+		st := loadStatus(tx, slot+hStatus)
+		if st == unix.TP_STATUS_WRONG_FORMAT {
+			wrong++
+		} else if st != unix.TP_STATUS_AVAILABLE {
+			break
+		}
+		accepted++
+		if f.Len > frameSize-txDataOff || f.Len <= 0 || f.Off < 0 || f.Off+f.Len > len(f.Buf) {
+			over++
+			continue
+		}
+		copy(tx[slot+txDataOff:slot+frameSize], f.Buf[f.Off:f.Off+f.Len])
+		ne.PutUint32(tx[slot+hNextOffset:], 0)
+		ne.PutUint32(tx[slot+hSnaplen:], uint32(f.Len))
+		ne.PutUint32(tx[slot+hLen:], uint32(f.Len))
+		storeStatus(tx, slot+hStatus, unix.TP_STATUS_SEND_REQUEST)
+		bytes += uint64(f.Len)
+		queued++
+		q.txHead++
+		if q.txHead == q.txSlots {
+			q.txHead = 0
+		}
+	}
+	if queued > 0 {
+		q.txPackets.Add(uint64(queued))
+		q.txBytes.Add(bytes)
+	}
+	if over != 0 {
+		q.txOversize.Add(over)
+	}
+	if wrong != 0 {
+		q.txWrong.Add(wrong)
+	}
+	if refused := len(frames) - accepted; refused > 0 {
+		q.txFull.Add(uint64(refused))
+	}
+	if queued > 0 || accepted < len(frames) {
+		if err := q.kick(); err != nil {
+			return accepted, fmt.Errorf("afpacket: %s: send: %w", p.name, err)
+		}
+	}
+	return accepted, nil
+}
+
+// kick asks the kernel to transmit every slot marked SEND_REQUEST.
+// Transient errors leave the slots queued for the next kick.
+func (q *queue) kick() error {
+	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(q.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	switch e {
+	case 0:
+		return nil
+	case unix.EAGAIN, unix.ENOBUFS, unix.EINTR:
+		q.kickErr.Add(1)
+		return nil
+	}
+	q.kickErr.Add(1)
+	return e
+}
+
+// Flush kicks queue q's TX ring once more, for callers that saw transient
+// kick failures and have nothing new to send.
+func (p *Port) Flush(qi int) error {
+	q, err := p.queue(qi)
+	if err != nil {
+		return err
+	}
+	return q.kick()
+}
+
+// TxPending reports how many of queue q's TX slots the kernel has not yet
+// finished with.
+func (p *Port) TxPending(qi int) int {
+	q, err := p.queue(qi)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for i := 0; i < q.txSlots; i++ {
+		if st := loadStatus(q.tx, i*frameSize+hStatus); st == unix.TP_STATUS_SEND_REQUEST || st == unix.TP_STATUS_SENDING {
+			n++
+		}
+	}
+	return n
+}
+
+// Wait implements nic.Port. It returns at once when the RX ring holds a
+// frame, and otherwise polls the socket (millisecond granularity) until a
+// block is retired, the timeout passes or Close is called.
+func (p *Port) Wait(qi int, timeout time.Duration) error {
+	if qi < 0 || qi >= len(p.q) {
+		return fmt.Errorf("afpacket: %s has no queue %d", p.name, qi)
+	}
+	q := p.q[qi]
+	q.waiters.Add(1)
+	defer q.waiters.Add(-1)
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if q.rxReady() {
+		return nil
+	}
+	ms := 0
+	if timeout > 0 {
+		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
+	}
+	q.pollfds[0].Revents, q.pollfds[1].Revents = 0, 0
+	_, err := unix.Poll(q.pollfds[:], ms)
+	if p.closed.Load() || q.pollfds[1].Revents != 0 {
+		return ErrClosed
+	}
+	if err != nil && err != unix.EINTR {
+		return fmt.Errorf("afpacket: %s: poll: %w", p.name, err)
+	}
+	return nil
+}
+
+// refresh folds the kernel's PACKET_STATISTICS (which reset on read) into
+// the queue's counters.
+func (q *queue) refresh() {
+	st, err := unix.GetsockoptTpacketStatsV3(q.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if err != nil {
+		return
+	}
+	// tp_packets counts drops too.
+	q.kernelRx.Add(uint64(st.Packets))
+	q.kernelDrops.Add(uint64(st.Drops))
+	q.freezes.Add(uint64(st.Freeze_q_cnt))
+}
+
+// QueueStats returns queue q's detailed counters.
+func (p *Port) QueueStats(qi int) QueueStats {
+	if qi < 0 || qi >= len(p.q) {
+		return QueueStats{}
+	}
+	q := p.q[qi]
+	p.statsMu.Lock()
+	if !p.closed.Load() {
+		q.refresh()
+	}
+	p.statsMu.Unlock()
+	return QueueStats{
+		RxPackets: q.rxPackets.Load(), RxBytes: q.rxBytes.Load(),
+		TxPackets: q.txPackets.Load(), TxBytes: q.txBytes.Load(),
+		KernelRx: q.kernelRx.Load(), KernelDrops: q.kernelDrops.Load(), Freezes: q.freezes.Load(),
+		RxOversize: q.oversize.Load(), RxCsumPartial: q.csumPartial.Load(), RxGSO: q.gso.Load(),
+		TxFull: q.txFull.Load(), TxOversize: q.txOversize.Load(), TxWrongFormat: q.txWrong.Load(),
+		TxKickErrors: q.kickErr.Load(),
+	}
+}
+
+// Stats implements nic.Port. RxDrops counts kernel ring-full drops and
+// frames Recv dropped; TxDrops counts frames refused (ring full), too long
+// or rejected by the kernel.
+func (p *Port) Stats() nic.Stats {
+	var s nic.Stats
+	for i := range p.q {
+		qs := p.QueueStats(i)
+		s.RxPackets += qs.RxPackets
+		s.RxBytes += qs.RxBytes
+		s.TxPackets += qs.TxPackets
+		s.TxBytes += qs.TxBytes
+		s.RxDrops += qs.KernelDrops + qs.RxOversize
+		s.TxDrops += qs.TxFull + qs.TxOversize + qs.TxWrongFormat
+	}
+	return s
+}
+
+// Close wakes every Wait, waits for them to return, then unmaps the rings
+// and closes the sockets. Recv and Send must have stopped.
+func (p *Port) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	var one [8]byte
+	ne.PutUint64(one[:], 1)
+	_, _ = unix.Write(p.efd, one[:])
+	for _, q := range p.q {
+		for q.waiters.Load() > 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	p.statsMu.Lock()
+	for _, q := range p.q {
+		q.refresh()
+	}
+	p.release()
+	p.statsMu.Unlock()
+	return nil
+}

@@ -1,0 +1,5 @@
+package afpacket
+
+import "github.com/pppfwd/pppfwd/nic"
+
+var _ nic.Port = (*Port)(nil)

@@ -1,0 +1,5 @@
+package tap
+
+import "github.com/pppfwd/pppfwd/nic"
+
+var _ nic.Port = (*Port)(nil)
