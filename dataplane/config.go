@@ -26,12 +26,10 @@ type Config struct {
 	// PortLo..PortHi is the external port / ICMP id space split among
 	// workers (1024..65535).
 	PortLo, PortHi uint16
-	// NAT returns worker w's table for its range; nil uses nat.New with
-	// the LAN prefix and the range.
-	NAT func(w int, r nat.Range) (*nat.Table, error)
-	// Owner maps an external port/ICMP id to its worker; nil derives it
-	// from the ranges.
-	Owner *[65536]uint8
+	// NAT is the template of every worker's NAT table (capacity, limits,
+	// timeouts, filtering, forwards). The engine fills in the LAN prefix,
+	// Ports, Ranges, Worker and assigns forwards to workers.
+	NAT nat.Config
 
 	NoMSSClamp bool // TCP MSS clamping to the PPPoE MTU is on by default
 

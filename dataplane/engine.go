@@ -17,6 +17,7 @@ type Engine struct {
 	cfg       Config
 	workers   []*Worker
 	owner     *[65536]uint8
+	lanSteer  *nat.LANSteer
 	ranges    []nat.Range
 	session   atomic.Pointer[pppoe.Session]
 	neighbors atomic.Pointer[Neighbors]
@@ -50,16 +51,10 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg}
 	e.ranges = nat.Partition(cfg.Workers, cfg.PortLo, cfg.PortHi)
-	if cfg.Owner != nil {
-		e.owner = cfg.Owner
-	} else {
-		e.owner = new([65536]uint8)
-		for w, r := range e.ranges {
-			for p := int(r.Lo); p < int(r.Hi); p++ {
-				e.owner[p] = uint8(w)
-			}
-		}
-	}
+	e.cfg.NAT.Forwards = append([]nat.Forward(nil), cfg.NAT.Forwards...)
+	nat.AssignForwards(e.ranges, e.cfg.NAT.Forwards)
+	e.owner = nat.OwnerTable(e.ranges, e.cfg.NAT.Forwards)
+	e.lanSteer = nat.NewLANSteer(cfg.Workers, e.cfg.NAT.Forwards)
 	if cfg.UpRate != 0 {
 		e.upBucket = shaper.NewBucket(cfg.UpRate, cfg.Clock)
 	}
@@ -104,6 +99,12 @@ func (e *Engine) Workers() []*Worker { return e.workers }
 
 // Owner returns the external port -> worker table steering uses.
 func (e *Engine) Owner() *[65536]uint8 { return e.owner }
+
+// LANOwner returns the worker that owns a LAN IPv4 packet's mapping (by
+// its LAN endpoint, so mappings stay endpoint-independent), or -1 when any
+// worker will do. LAN RX distribution (RSS, fanout, XDP) should agree with
+// it; packets that arrive elsewhere are redirected between workers.
+func (e *Engine) LANOwner(ip []byte) int { return e.lanSteer.Owner(ip) }
 
 // Ranges returns each worker's external port range.
 func (e *Engine) Ranges() []nat.Range { return e.ranges }

@@ -73,14 +73,11 @@ func (o downOps) Drop(f *nic.Frame) { o.w.c.Drops[DropShaper]++; o.w.pool.Put(f)
 func newWorker(e *Engine, id int) (*Worker, error) {
 	cfg := &e.cfg
 	w := &Worker{id: id, e: e, cfg: cfg, lanMask: cfg.lanMask()}
+	nc := cfg.NAT
+	nc.LANAddr, nc.LANBits = cfg.LANNet, cfg.LANBits
+	nc.Ports, nc.Ranges, nc.Worker = e.ranges[id], e.ranges, id
 	var err error
-	if cfg.NAT != nil {
-		w.nat, err = cfg.NAT(id, e.ranges[id])
-	} else {
-		w.nat, err = nat.New(nat.Config{LANAddr: cfg.LANNet, LANBits: cfg.LANBits,
-			Ports: e.ranges[id], Worker: id})
-	}
-	if err != nil {
+	if w.nat, err = nat.New(nc); err != nil {
 		return nil, err
 	}
 	b := cfg.Batch
