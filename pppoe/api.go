@@ -57,17 +57,17 @@ func (s State) String() string {
 
 // ClientCounters are the client's monotonic counters.
 type ClientCounters struct {
-	PADISent, PADOReceived, PADRSent, PADSReceived uint64
-	PADTSent, PADTReceived, PADTIgnored             uint64
-	StalePADTSent                                   uint64 // PADT for a persisted session before PADI
+	PADISent, PADOReceived, PADRSent, PADSReceived   uint64
+	PADTSent, PADTReceived, PADTIgnored              uint64
+	StalePADTSent                                    uint64 // PADT for a persisted session before PADI
 	ServiceNameErrors, ACSystemErrors, GenericErrors uint64
-	SessionsUp                                      uint64
-	Reconnects                                      uint64
-	AuthFailures                                    uint64
-	EchoSent, EchoReplies, EchoTimeouts             uint64 // EchoTimeouts: links dropped for missed echoes
-	ProtocolRejectsSent, CodeRejectsSent            uint64
-	BadFrames                                       uint64 // undecodable frames
-	OtherFrames                                     uint64 // frames for another session/AC, ignored
+	SessionsUp                                       uint64
+	Reconnects                                       uint64
+	AuthFailures                                     uint64
+	EchoSent, EchoReplies, EchoTimeouts              uint64 // EchoTimeouts: links dropped for missed echoes
+	ProtocolRejectsSent, CodeRejectsSent             uint64
+	BadFrames                                        uint64 // undecodable frames
+	OtherFrames                                      uint64 // frames for another session/AC, ignored
 }
 
 // Status is a snapshot of the client's state for monitoring.

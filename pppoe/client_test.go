@@ -348,7 +348,7 @@ func TestLCPRejects(t *testing.T) {
 		return append(b, payload...)
 	}
 	mark := len(p.net.sent)
-	p.net.inject(sess(0x80fd, []byte{1, 1, 0, 4}))         // CCP: not supported
+	p.net.inject(sess(0x80fd, []byte{1, 1, 0, 4}))          // CCP: not supported
 	p.net.inject(sess(pppLCP, []byte{0x20, 7, 0, 6, 1, 2})) // unknown LCP code
 	p.net.run(time.Millisecond, nil)
 	var codes []uint8

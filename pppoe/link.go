@@ -65,11 +65,11 @@ type linkConfig struct {
 // linkOwner receives the link's state changes.
 type linkOwner interface {
 	sendPPP(proto uint16, b []byte)
-	linkUp()                                    // IPCP opened
-	linkDown()                                  // IPCP left Opened
-	linkMTU()                                   // the effective MTU changed (RFC 4638 probe)
-	linkFinished(reason string, authFail bool)  // LCP finished: session over
-	deliver(proto uint16, b []byte)             // IPv4/IPv6 data
+	linkUp()                                     // IPCP opened
+	linkDown()                                   // IPCP left Opened
+	linkMTU()                                    // the effective MTU changed (RFC 4638 probe)
+	linkFinished(reason string, authFail bool)   // LCP finished: session over
+	deliver(proto uint16, b []byte)              // IPv4/IPv6 data
 	authResult(ok bool, user string, msg string) // authentication outcome
 }
 
@@ -992,7 +992,7 @@ func (h *ipv6cpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (
 	return code, out
 }
 
-func (h *ipv6cpHandler) up()                           { (*link)(h).ipv6Up = true }
-func (h *ipv6cpHandler) down()                         { (*link)(h).ipv6Up = false }
-func (h *ipv6cpHandler) finished(string)               { (*link)(h).ipv6Up = false }
+func (h *ipv6cpHandler) up()                          { (*link)(h).ipv6Up = true }
+func (h *ipv6cpHandler) down()                        { (*link)(h).ipv6Up = false }
+func (h *ipv6cpHandler) finished(string)              { (*link)(h).ipv6Up = false }
 func (h *ipv6cpHandler) extCode(p ControlPacket) bool { return false }

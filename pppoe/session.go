@@ -59,12 +59,12 @@ func (s *Session) Encap(f *nic.Frame) bool {
 type DecapResult uint8
 
 const (
-	DecapIPv4     DecapResult = iota // IPv4 data: frame now starts at the IP header
-	DecapControl                     // discovery or PPP control: for the control plane
-	DecapIPv6                        // IPv6 data (not on the IPv4 fast path)
-	DecapBadFrame                    // malformed
-	DecapWrongSession                // another session or another AC
-	DecapNotPPPoE                    // not a PPPoE EtherType
+	DecapIPv4         DecapResult = iota // IPv4 data: frame now starts at the IP header
+	DecapControl                         // discovery or PPP control: for the control plane
+	DecapIPv6                            // IPv6 data (not on the IPv4 fast path)
+	DecapBadFrame                        // malformed
+	DecapWrongSession                    // another session or another AC
+	DecapNotPPPoE                        // not a PPPoE EtherType
 )
 
 // Decap strips Ethernet (+802.1Q) + PPPoE + PPP from a session data frame

@@ -81,9 +81,10 @@ type kring struct {
 
 	mu      sync.Mutex // guards the wire side below
 	stalled bool
-	discard bool   // TX: count transmitted frames instead of keeping them
-	sent    uint64 // TX: frames transmitted
+	discard bool     // TX: count transmitted frames instead of keeping them
+	sent    uint64   // TX: frames transmitted
 	pending [][]byte // RX: frames on the wire not yet in the ring
+	replay  []byte   // RX: if set, every free slot is refilled with it
 	out     [][]byte // TX: frames transmitted
 	drops   uint64
 	notify  chan struct{}
@@ -372,6 +373,16 @@ func (s *Sim) SetTxDiscard(port string, ring int, discard bool) {
 	}
 }
 
+// SetRxReplay makes a NIC RX ring receive pkt endlessly: every rxsync
+// fills all free slots with it, without allocating (benchmarks). nil stops.
+func (s *Sim) SetRxReplay(port string, ring int, pkt []byte) {
+	if k, err := s.kring(port, false, false, ring); err == nil {
+		k.mu.Lock()
+		k.replay = append([]byte(nil), pkt...)
+		k.mu.Unlock()
+	}
+}
+
 // TxSent returns how many frames a NIC TX ring has transmitted.
 func (s *Sim) TxSent(port string, ring int) uint64 {
 	k, err := s.kring(port, true, false, ring)
@@ -567,6 +578,14 @@ func (k *kring) rxsync() {
 		sl.Flags = 0
 		k.hwtail = k.next(i)
 	}
+	for len(k.replay) > 0 && k.next(k.hwtail) != k.hwcur {
+		i := k.hwtail
+		k.owned(i)
+		sl := &k.slots[i]
+		sl.Len = uint16(copy(k.buf(sl.BufIdx), k.replay))
+		sl.Flags = 0
+		k.hwtail = k.next(i)
+	}
 	k.mu.Unlock()
 	k.rtail = k.hwtail
 	atomic.StoreUint32(&k.hdr.Tail, k.hwtail)
@@ -575,7 +594,7 @@ func (k *kring) rxsync() {
 func (k *kring) hasPending() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return len(k.pending) > 0
+	return len(k.pending) > 0 || len(k.replay) > 0
 }
 
 // simFD is the simulated counterpart of one registered /dev/netmap fd.
