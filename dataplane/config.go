@@ -33,10 +33,10 @@ type Config struct {
 
 	NoMSSClamp bool // TCP MSS clamping to the PPPoE MTU is on by default
 
-	// Shaping: 0 rate disables a direction's shaper.
-	UpRate, DownRate uint64 // bits per second
-	Shaper           shaper.Config
-	Clock            shaper.Clock // nil: monotonic clock
+	// Up and Down shape LAN->WAN and WAN->LAN with FQ-CoDel at their
+	// rates, shared by all workers; Rate 0 disables that direction's shaper.
+	Up, Down shaper.Spec
+	Clock    shaper.Clock // nil: monotonic clock
 
 	ICMPRate  int // ICMP errors per second per worker (1000)
 	ICMPBurst int // (100)
@@ -105,16 +105,11 @@ func (c *Config) setDefaults() error {
 		c.Clock = monoClock{}
 	}
 	if c.PoolFrames == 0 {
-		limit := c.Shaper.Limit
-		if limit == 0 {
-			limit = 10240
-		}
 		c.PoolFrames = 4*c.Batch + c.RingSize
-		if c.UpRate != 0 {
-			c.PoolFrames += limit
-		}
-		if c.DownRate != 0 {
-			c.PoolFrames += limit
+		for _, sp := range []*shaper.Spec{&c.Up, &c.Down} {
+			if sp.Rate != 0 {
+				c.PoolFrames += sp.Config.WithDefaults().Limit
+			}
 		}
 	}
 	return nil

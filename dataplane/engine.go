@@ -55,11 +55,11 @@ func New(cfg Config) (*Engine, error) {
 	nat.AssignForwards(e.ranges, e.cfg.NAT.Forwards)
 	e.owner = nat.OwnerTable(e.ranges, e.cfg.NAT.Forwards)
 	e.lanSteer = nat.NewLANSteer(cfg.Workers, e.cfg.NAT.Forwards)
-	if cfg.UpRate != 0 {
-		e.upBucket = shaper.NewBucket(cfg.UpRate, cfg.Clock)
+	if cfg.Up.Rate != 0 {
+		e.upBucket = shaper.NewBucket(cfg.Up.Rate, cfg.Clock)
 	}
-	if cfg.DownRate != 0 {
-		e.downBucket = shaper.NewBucket(cfg.DownRate, cfg.Clock)
+	if cfg.Down.Rate != 0 {
+		e.downBucket = shaper.NewBucket(cfg.Down.Rate, cfg.Clock)
 	}
 	n := cfg.Workers
 	e.steerLinks = make([]*Link, n)
@@ -142,6 +142,7 @@ func (e *Engine) Start() {
 		return
 	}
 	e.started = true
+	e.stop.Store(false)
 	for _, w := range e.workers {
 		e.wg.Add(1)
 		go w.run()
@@ -156,6 +157,7 @@ func (e *Engine) Start() {
 func (e *Engine) Stop() error {
 	e.stop.Store(true)
 	e.wg.Wait()
+	e.started = false
 	e.errMu.Lock()
 	defer e.errMu.Unlock()
 	return e.err

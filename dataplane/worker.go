@@ -93,11 +93,11 @@ func newWorker(e *Engine, id int) (*Worker, error) {
 	w.redirOwed = make([]int, cfg.Workers)
 	w.excOut = make([]*nic.Frame, 0, b)
 	w.icmp = newTokenBucket(cfg.ICMPRate, cfg.ICMPBurst)
-	if cfg.UpRate != 0 {
-		w.up = shaper.New[*nic.Frame](cfg.Shaper, e.upBucket, cfg.Clock, upOps{w})
+	if cfg.Up.Rate != 0 {
+		w.up = shaper.New[*nic.Frame](cfg.Up.Config, e.upBucket, cfg.Clock, upOps{w})
 	}
-	if cfg.DownRate != 0 {
-		w.down = shaper.New[*nic.Frame](cfg.Shaper, e.downBucket, cfg.Clock, downOps{w})
+	if cfg.Down.Rate != 0 {
+		w.down = shaper.New[*nic.Frame](cfg.Down.Config, e.downBucket, cfg.Clock, downOps{w})
 	}
 	return w, nil
 }
