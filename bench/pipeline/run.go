@@ -118,16 +118,18 @@ func Run(o Options) (*Result, error) {
 
 	before := e.Totals()
 	beforeW := perWorker(e)
+	// Allocations are read inside the run, after the threads started and
+	// before they stop: starting goroutines allocates, packets must not.
 	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
 	t0 := time.Now()
 	e.Start()
+	runtime.ReadMemStats(&ms0)
 	time.Sleep(o.Duration)
+	runtime.ReadMemStats(&ms1)
 	if err := e.Stop(); err != nil {
 		return nil, err
 	}
 	wall := time.Since(t0)
-	runtime.ReadMemStats(&ms1)
 	after := e.Totals()
 
 	res := &Result{Bench: "pipeline", Workers: o.Workers, Flows: o.Flows, Size: o.Size, Shaper: o.Shape.Rate != 0,

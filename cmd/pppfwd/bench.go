@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -46,8 +48,17 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	pinCPU := fs.Bool("pin", true, "pin workers to CPUs")
 	steer := fs.String("steer", "inline", "where WAN steering runs: inline (on worker 0) or thread")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	prof := fs.String("cpuprofile", "", "write a pprof CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *prof != "" {
+		stop, err := startProfile(*prof)
+		if err != nil {
+			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
+			return 1
+		}
+		defer stop()
 	}
 	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU}
 	if *shape != "off" {
@@ -95,4 +106,16 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return 0
+}
+
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
