@@ -39,7 +39,7 @@ func buildTraffic(t testing.TB, r *rig, flows, size int) (lan [][][]byte, wan []
 		r.e.SetNeighbor(host, [6]byte{2, 0, 0, 0, byte(i >> 8), byte(i)})
 		p := pkt{src: host, dst: remoteIP + uint32(i/200), sport: uint16(10000 + i%50000), dport: 443, proto: layers.IPProtocolUDP, payload: payload}
 		fr := lanFrame(t, p)
-		q := int(flowHash(hdr.IPv4(fr[14:])) % uint32(workers))
+		q := r.e.LANOwner(fr[14:])
 		lan[q] = append(lan[q], fr)
 		r.lan.Inject(q, fr)
 		r.step()

@@ -26,19 +26,17 @@ type Config struct {
 	// PortLo..PortHi is the external port / ICMP id space split among
 	// workers (1024..65535).
 	PortLo, PortHi uint16
-	// NAT returns worker w's table for its range; nil uses nat.New with
-	// the LAN prefix and the range.
-	NAT func(w int, r nat.Range) (*nat.Table, error)
-	// Owner maps an external port/ICMP id to its worker; nil derives it
-	// from the ranges.
-	Owner *[65536]uint8
+	// NAT is the template of every worker's NAT table (capacity, limits,
+	// timeouts, filtering, forwards). The engine fills in the LAN prefix,
+	// Ports, Ranges, Worker and assigns forwards to workers.
+	NAT nat.Config
 
 	NoMSSClamp bool // TCP MSS clamping to the PPPoE MTU is on by default
 
-	// Shaping: 0 rate disables a direction's shaper.
-	UpRate, DownRate uint64 // bits per second
-	Shaper           shaper.Config
-	Clock            shaper.Clock // nil: monotonic clock
+	// Up and Down shape LAN->WAN and WAN->LAN with FQ-CoDel at their
+	// rates, shared by all workers; Rate 0 disables that direction's shaper.
+	Up, Down shaper.Spec
+	Clock    shaper.Clock // nil: monotonic clock
 
 	ICMPRate  int // ICMP errors per second per worker (1000)
 	ICMPBurst int // (100)
@@ -107,16 +105,11 @@ func (c *Config) setDefaults() error {
 		c.Clock = monoClock{}
 	}
 	if c.PoolFrames == 0 {
-		limit := c.Shaper.Limit
-		if limit == 0 {
-			limit = 10240
-		}
 		c.PoolFrames = 4*c.Batch + c.RingSize
-		if c.UpRate != 0 {
-			c.PoolFrames += limit
-		}
-		if c.DownRate != 0 {
-			c.PoolFrames += limit
+		for _, sp := range []*shaper.Spec{&c.Up, &c.Down} {
+			if sp.Rate != 0 {
+				c.PoolFrames += sp.Config.WithDefaults().Limit
+			}
 		}
 	}
 	return nil

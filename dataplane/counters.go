@@ -36,7 +36,7 @@ const (
 var reasonNames = [numReasons]string{
 	"bad_ethernet", "not_our_mac", "bad_ipv4", "bad_checksum", "ip_options",
 	"fragment", "martian", "ttl_exceeded", "no_session", "too_big", "nat",
-	"nat_reject", "no_neighbor", "bad_pppoe", "wrong_session", "not_for_us",
+	"nat_reject", "bad_pppoe", "wrong_session", "not_for_us",
 	"unsupported", "shaper", "tx_full", "ring_full", "exception_full",
 	"no_buffer", "headroom",
 }
@@ -69,6 +69,7 @@ type Counters struct {
 	ICMPRateLimited uint64 // ICMP errors suppressed by the rate limit
 	Clamped         uint64 // TCP SYNs whose MSS was clamped
 	Redirected      uint64 // frames handed to another worker
+	Unresolved      uint64 // LAN next hop unknown: sent to the host stack to resolve
 	Drops           [numReasons]uint64
 	CPUNanos        uint64 // thread CPU time since start (if measured)
 	SteerPackets    uint64 // frames classified by steering on this thread
@@ -81,14 +82,15 @@ type counterCell struct {
 	cpu atomic.Uint64
 }
 
-const countersWords = 11 + int(numReasons)
+const countersWords = 12 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
 	w[0], w[1], w[2], w[3] = c.RxLAN, c.RxWAN, c.TxLAN, c.TxWAN
 	w[4], w[5], w[6], w[7] = c.Exception, c.ICMPSent, c.ICMPRateLimited, c.Clamped
 	w[8], w[9], w[10] = c.Redirected, c.SteerPackets, c.SteerNanos
-	copy(w[11:], c.Drops[:])
+	w[11] = c.Unresolved
+	copy(w[12:], c.Drops[:])
 	return w
 }
 
@@ -111,7 +113,8 @@ func (p *counterCell) load() Counters {
 	s.RxLAN, s.RxWAN, s.TxLAN, s.TxWAN = w[0], w[1], w[2], w[3]
 	s.Exception, s.ICMPSent, s.ICMPRateLimited, s.Clamped = w[4], w[5], w[6], w[7]
 	s.Redirected, s.SteerPackets, s.SteerNanos = w[8], w[9], w[10]
-	copy(s.Drops[:], w[11:])
+	s.Unresolved = w[11]
+	copy(s.Drops[:], w[12:])
 	return s
 }
 
@@ -126,6 +129,7 @@ func (c *Counters) Add(o *Counters) {
 	c.ICMPRateLimited += o.ICMPRateLimited
 	c.Clamped += o.Clamped
 	c.Redirected += o.Redirected
+	c.Unresolved += o.Unresolved
 	c.SteerPackets += o.SteerPackets
 	c.SteerNanos += o.SteerNanos
 	c.CPUNanos += o.CPUNanos

@@ -17,6 +17,7 @@ type Engine struct {
 	cfg       Config
 	workers   []*Worker
 	owner     *[65536]uint8
+	lanSteer  *nat.LANSteer
 	ranges    []nat.Range
 	session   atomic.Pointer[pppoe.Session]
 	neighbors atomic.Pointer[Neighbors]
@@ -50,21 +51,15 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg}
 	e.ranges = nat.Partition(cfg.Workers, cfg.PortLo, cfg.PortHi)
-	if cfg.Owner != nil {
-		e.owner = cfg.Owner
-	} else {
-		e.owner = new([65536]uint8)
-		for w, r := range e.ranges {
-			for p := int(r.Lo); p < int(r.Hi); p++ {
-				e.owner[p] = uint8(w)
-			}
-		}
+	e.cfg.NAT.Forwards = append([]nat.Forward(nil), cfg.NAT.Forwards...)
+	nat.AssignForwards(e.ranges, e.cfg.NAT.Forwards)
+	e.owner = nat.OwnerTable(e.ranges, e.cfg.NAT.Forwards)
+	e.lanSteer = nat.NewLANSteer(cfg.Workers, e.cfg.NAT.Forwards)
+	if cfg.Up.Rate != 0 {
+		e.upBucket = shaper.NewBucket(cfg.Up.Rate, cfg.Clock)
 	}
-	if cfg.UpRate != 0 {
-		e.upBucket = shaper.NewBucket(cfg.UpRate, cfg.Clock)
-	}
-	if cfg.DownRate != 0 {
-		e.downBucket = shaper.NewBucket(cfg.DownRate, cfg.Clock)
+	if cfg.Down.Rate != 0 {
+		e.downBucket = shaper.NewBucket(cfg.Down.Rate, cfg.Clock)
 	}
 	n := cfg.Workers
 	e.steerLinks = make([]*Link, n)
@@ -84,7 +79,7 @@ func New(cfg Config) (*Engine, error) {
 	e.inject = NewLink(cfg.RingSize / 4)
 	e.injectPool = NewPool(cfg.RingSize/4, cfg.RingSize/2)
 	e.steer = newSteerer(e, &e.steerCounters)
-	e.steer.clock = cfg.Clock.Now
+	e.steer.clock = monoClock{}.Now // steering cost is real time, whatever the shaper's clock
 	e.neighbors.Store(NewNeighbors(nil))
 	for i := 0; i < n; i++ {
 		w, err := newWorker(e, i)
@@ -104,6 +99,12 @@ func (e *Engine) Workers() []*Worker { return e.workers }
 
 // Owner returns the external port -> worker table steering uses.
 func (e *Engine) Owner() *[65536]uint8 { return e.owner }
+
+// LANOwner returns the worker that owns a LAN IPv4 packet's mapping (by
+// its LAN endpoint, so mappings stay endpoint-independent), or -1 when any
+// worker will do. LAN RX distribution (RSS, fanout, XDP) should agree with
+// it; packets that arrive elsewhere are redirected between workers.
+func (e *Engine) LANOwner(ip []byte) int { return e.lanSteer.Owner(ip) }
 
 // Ranges returns each worker's external port range.
 func (e *Engine) Ranges() []nat.Range { return e.ranges }
@@ -141,6 +142,7 @@ func (e *Engine) Start() {
 		return
 	}
 	e.started = true
+	e.stop.Store(false)
 	for _, w := range e.workers {
 		e.wg.Add(1)
 		go w.run()
@@ -155,6 +157,7 @@ func (e *Engine) Start() {
 func (e *Engine) Stop() error {
 	e.stop.Store(true)
 	e.wg.Wait()
+	e.started = false
 	e.errMu.Lock()
 	defer e.errMu.Unlock()
 	return e.err

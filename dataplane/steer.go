@@ -89,7 +89,6 @@ type steerer struct {
 	out     [][]*nic.Frame // pending batch per worker
 	ctlOut  []*nic.Frame
 	batch   int
-	nextQ   int
 	c       *Counters
 	clock   func() int64
 	rearm   []*nic.Frame
@@ -137,28 +136,37 @@ func (s *steerer) reclaimLink(l *Link) {
 	}
 }
 
-// poll receives and steers at most one batch. It returns the number of
-// frames received. When any worker's ring lacks room for a whole batch it
-// leaves the frames in the NIC ring (back-pressure instead of drops).
+// poll receives and steers at most one batch from each WAN RX queue and
+// returns the number of frames received. When any worker's ring lacks room
+// for a whole batch it leaves the frames in the NIC ring (back-pressure
+// instead of drops).
 func (s *steerer) poll() int {
 	s.reclaim()
+	total := 0
+	for q := 0; q < s.wan.Queues(); q++ {
+		n := s.pollQueue(q)
+		if n < 0 {
+			break
+		}
+		total += n
+	}
+	return total
+}
+
+// pollQueue steers one batch from queue q; -1 means no room downstream.
+func (s *steerer) pollQueue(q int) int {
 	for _, l := range s.links {
 		if l.Data.Free() < s.minFree {
-			return 0
+			return -1
 		}
 	}
 	if s.ctl.Data.Free() < s.minFree {
-		return 0
+		return -1
 	}
 	n := s.pool.GetN(s.rx)
 	if n == 0 {
 		s.c.Drops[DropNoBuffer]++
-		return 0
-	}
-	q := s.nextQ
-	s.nextQ++
-	if s.nextQ >= s.wan.Queues() {
-		s.nextQ = 0
+		return -1
 	}
 	got, _ := s.wan.Recv(q, s.rx[:n])
 	s.pool.PutN(s.rx[got:n])
@@ -184,20 +192,21 @@ func (s *steerer) poll() int {
 		s.push(l, s.out[w])
 		s.out[w] = s.out[w][:0]
 	}
-	s.push(s.ctl, s.ctlOut)
+	s.c.Exception += uint64(s.push(s.ctl, s.ctlOut))
 	s.ctlOut = s.ctlOut[:0]
 	s.c.SteerPackets += uint64(got)
 	s.c.SteerNanos += uint64(s.clock() - t0)
 	return got
 }
 
-func (s *steerer) push(l *Link, fs []*nic.Frame) {
+func (s *steerer) push(l *Link, fs []*nic.Frame) int {
 	if len(fs) == 0 {
-		return
+		return 0
 	}
 	k := l.Data.Push(fs)
 	if k < len(fs) {
 		s.c.Drops[DropRingFull] += uint64(len(fs) - k)
 		s.pool.PutN(fs[k:])
 	}
+	return k
 }

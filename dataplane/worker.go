@@ -73,14 +73,11 @@ func (o downOps) Drop(f *nic.Frame) { o.w.c.Drops[DropShaper]++; o.w.pool.Put(f)
 func newWorker(e *Engine, id int) (*Worker, error) {
 	cfg := &e.cfg
 	w := &Worker{id: id, e: e, cfg: cfg, lanMask: cfg.lanMask()}
+	nc := cfg.NAT
+	nc.LANAddr, nc.LANBits = cfg.LANNet, cfg.LANBits
+	nc.Ports, nc.Ranges, nc.Worker = e.ranges[id], e.ranges, id
 	var err error
-	if cfg.NAT != nil {
-		w.nat, err = cfg.NAT(id, e.ranges[id])
-	} else {
-		w.nat, err = nat.New(nat.Config{LANAddr: cfg.LANNet, LANBits: cfg.LANBits,
-			Ports: e.ranges[id], Worker: id})
-	}
-	if err != nil {
+	if w.nat, err = nat.New(nc); err != nil {
 		return nil, err
 	}
 	b := cfg.Batch
@@ -96,11 +93,11 @@ func newWorker(e *Engine, id int) (*Worker, error) {
 	w.redirOwed = make([]int, cfg.Workers)
 	w.excOut = make([]*nic.Frame, 0, b)
 	w.icmp = newTokenBucket(cfg.ICMPRate, cfg.ICMPBurst)
-	if cfg.UpRate != 0 {
-		w.up = shaper.New[*nic.Frame](cfg.Shaper, e.upBucket, cfg.Clock, upOps{w})
+	if cfg.Up.Rate != 0 {
+		w.up = shaper.New[*nic.Frame](cfg.Up.Config, e.upBucket, cfg.Clock, upOps{w})
 	}
-	if cfg.DownRate != 0 {
-		w.down = shaper.New[*nic.Frame](cfg.Shaper, e.downBucket, cfg.Clock, downOps{w})
+	if cfg.Down.Rate != 0 {
+		w.down = shaper.New[*nic.Frame](cfg.Down.Config, e.downBucket, cfg.Clock, downOps{w})
 	}
 	return w, nil
 }
@@ -410,8 +407,8 @@ func (w *Worker) toWAN(f *nic.Frame) {
 func (w *Worker) toLAN(f *nic.Frame, dst, host uint32) {
 	mac, ok := w.neigh.Lookup(dst)
 	if !ok {
-		w.toException(f) // the host stack resolves it (ARP) and retries
-		w.c.Drops[DropNoNeighbor]++
+		w.c.Unresolved++
+		w.toException(f) // the host stack resolves it (ARP) and sends it
 		return
 	}
 	b := f.Data()
@@ -572,8 +569,8 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 	if w.down != nil {
 		mac, ok := w.neigh.Lookup(dst)
 		if !ok {
+			w.c.Unresolved++
 			w.toException(f)
-			w.c.Drops[DropNoNeighbor]++
 			return
 		}
 		eth := hdr.Ethernet(f.Data())

@@ -242,25 +242,35 @@ func TestNoSessionDrops(t *testing.T) {
 	}
 }
 
-// TestTwoWorkersSteering checks replies reach the worker that owns the
-// external port, for TCP, UDP, ICMP echo and an ICMP error about a flow.
+// TestTwoWorkersSteering checks that LAN packets reach the worker owning
+// their LAN endpoint (redirected when they arrive elsewhere) and replies
+// are steered to the worker owning the external port, for TCP, UDP, ICMP
+// echo and an ICMP error about a flow.
 func TestTwoWorkersSteering(t *testing.T) {
 	r := newRig(t, 2, nil)
 	type flow struct {
-		q     int
 		proto layers.IPProtocol
 		sport uint16
 	}
-	flows := []flow{{0, layers.IPProtocolUDP, 1000}, {1, layers.IPProtocolUDP, 1001}, {0, layers.IPProtocolTCP, 1002}, {1, layers.IPProtocolTCP, 1003}, {1, layers.IPProtocolICMPv4, 77}}
+	flows := []flow{{layers.IPProtocolUDP, 1000}, {layers.IPProtocolUDP, 1001}, {layers.IPProtocolTCP, 1002}, {layers.IPProtocolTCP, 1003}, {layers.IPProtocolICMPv4, 77}, {layers.IPProtocolUDP, 1004}, {layers.IPProtocolUDP, 1005}}
 	ext := make([]uint16, len(flows))
+	owner := make([]int, len(flows))
+	redirects := 0
 	for i, f := range flows {
 		p := pkt{src: hostIP, dst: remoteIP, sport: f.sport, dport: 80, proto: f.proto, icmpType: 8, icmpID: f.sport}
-		r.lan.Inject(f.q, lanFrame(t, p))
+		fr := lanFrame(t, p)
+		owner[i] = r.e.LANOwner(fr[14:])
+		in := i % 2
+		if in != owner[i] {
+			redirects++
+		}
+		r.lan.Inject(in, fr)
+		r.step()
 		r.step()
 		var out [][]byte
-		r.wan.Drain(f.q, func(b []byte) { out = append(out, append([]byte(nil), b...)) })
+		r.wan.Drain(owner[i], func(b []byte) { out = append(out, append([]byte(nil), b...)) })
 		if len(out) != 1 {
-			t.Fatalf("flow %d: %d frames on WAN queue %d", i, len(out), f.q)
+			t.Fatalf("flow %d: %d frames on WAN queue %d; drops %v", i, len(out), owner[i], r.e.Totals().DropMap())
 		}
 		ipb := pppoePayload(t, out[0])
 		if f.proto == layers.IPProtocolICMPv4 {
@@ -268,22 +278,25 @@ func TestTwoWorkersSteering(t *testing.T) {
 		} else {
 			ext[i] = be16(ipb[20:])
 		}
-		if got := int(r.e.Owner()[ext[i]]); got != f.q {
-			t.Fatalf("flow %d mapped to port %d owned by worker %d, want %d", i, ext[i], got, f.q)
+		if got := int(r.e.Owner()[ext[i]]); got != owner[i] {
+			t.Fatalf("flow %d mapped to port %d owned by worker %d, want %d", i, ext[i], got, owner[i])
 		}
+	}
+	if redirects == 0 || r.e.Totals().Redirected != uint64(redirects) {
+		t.Fatalf("redirected %d, want %d (>0)", r.e.Totals().Redirected, redirects)
 	}
 	for i, f := range flows {
 		p := pkt{src: remoteIP, dst: pubIP, sport: 80, dport: ext[i], proto: f.proto, icmpType: 0, icmpID: ext[i]}
 		fr := wanFrame(t, p)
-		if w := classify(fr, r.e.Owner()); w != f.q {
-			t.Fatalf("flow %d steered to %d, want %d", i, w, f.q)
+		if w := classify(fr, r.e.Owner()); w != owner[i] {
+			t.Fatalf("flow %d steered to %d, want %d", i, w, owner[i])
 		}
 		r.wan.Inject(0, fr)
 		r.step()
 		var back [][]byte
-		r.lan.Drain(f.q, func(b []byte) { back = append(back, b) })
+		r.lan.Drain(owner[i], func(b []byte) { back = append(back, b) })
 		if len(back) != 1 {
-			t.Fatalf("flow %d: reply not on LAN queue %d; drops %v", i, f.q, r.e.Totals().DropMap())
+			t.Fatalf("flow %d: reply not on LAN queue %d; drops %v", i, owner[i], r.e.Totals().DropMap())
 		}
 	}
 	// An ICMP port-unreachable about flow 1 (UDP, worker 1) quotes our
@@ -294,7 +307,7 @@ func TestTwoWorkersSteering(t *testing.T) {
 	_ = quote
 	fr = append(fr[:22+20+8:22+20+8], quote[:28]...)
 	fr[22+20], fr[22+21] = 3, 3
-	if w := classify(fr, r.e.Owner()); w != 1 {
-		t.Fatalf("ICMP error steered to %d, want 1", w)
+	if w := classify(fr, r.e.Owner()); w != owner[1] {
+		t.Fatalf("ICMP error steered to %d, want %d", w, owner[1])
 	}
 }

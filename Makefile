@@ -1,0 +1,44 @@
+# pppfwd — see README.md. `make demo` runs the main job, `make test` runs
+# every test, lint and cross-build (what CI runs).
+GO        ?= go
+GOBIN     := $(shell $(GO) env GOPATH)/bin
+PKGS      := ./...
+# Integration tests need root (namespaces, veth, XDP, qemu); they skip with
+# the reason otherwise.
+TESTFLAGS ?= -count=1 -timeout 25m
+
+.PHONY: all build deps lint test unit bench-smoke demo clean
+
+all: build
+
+build:
+	$(GO) build $(PKGS)
+	$(GO) build -o bin/pppfwd ./cmd/pppfwd
+
+deps:
+	bash scripts/deps.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GOBIN)/staticcheck $(PKGS)
+	GOOS=freebsd GOARCH=amd64 $(GO) build $(PKGS)
+	GOOS=freebsd GOARCH=amd64 $(GO) vet $(PKGS)
+
+unit:
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+# Every Go benchmark once, so none rots.
+bench-smoke:
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x $(PKGS)
+
+test: deps lint unit bench-smoke
+
+# The main job: the whole-pipeline benchmark (steering, PPPoE, NAT, MSS
+# clamp, shaper) on one and two workers.
+demo: build
+	./bin/pppfwd bench pipeline --workers 1 --flows 10000 --size 64 --duration 5s
+	./bin/pppfwd bench pipeline --workers 2 --flows 10000 --size 64 --duration 5s
+
+clean:
+	rm -rf bin

@@ -1,0 +1,248 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic/memport"
+	"github.com/pppfwd/pppfwd/nic/pin"
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+// Options configure a run.
+type Options struct {
+	Workers  int
+	Flows    int
+	Size     string        // "64", "1500", "imix"
+	Duration time.Duration // measured window
+	// Shape is the shaper of each direction; Rate 0 disables it. The
+	// command's default rate is far above what the benchmark can move, so
+	// FQ-CoDel runs but never throttles.
+	Shape shaper.Spec
+	Pin   bool // pin workers to CPUs
+	Steer dataplane.SteerMode
+}
+
+// WorkerResult is one worker's share.
+type WorkerResult struct {
+	Worker    int     `json:"worker"`
+	Packets   uint64  `json:"packets"`
+	CPUNs     uint64  `json:"cpu_ns"`
+	NsPerPkt  float64 `json:"cpu_ns_per_pkt"`
+	Steered   uint64  `json:"steered,omitempty"`
+	Redirects uint64  `json:"redirected,omitempty"`
+}
+
+// Result is the benchmark's JSON report.
+type Result struct {
+	Bench         string            `json:"bench"`
+	Workers       int               `json:"workers"`
+	Flows         int               `json:"flows"`
+	Size          string            `json:"size"`
+	Shaper        bool              `json:"shaper"`
+	Seconds       float64           `json:"seconds"`
+	Packets       uint64            `json:"packets"`
+	Mpps          float64           `json:"mpps"`
+	CPUNsPerPkt   float64           `json:"cpu_ns_per_pkt"`
+	SteerNsPerPkt float64           `json:"steer_ns_per_pkt"`
+	AllocsPerPkt  float64           `json:"allocs_per_pkt"`
+	Drops         map[string]uint64 `json:"drops"`
+	PerWorker     []WorkerResult    `json:"per_worker"`
+	LANToWAN      uint64            `json:"lan_to_wan"`
+	WANToLAN      uint64            `json:"wan_to_lan"`
+}
+
+func threadCPU() int64 {
+	d, err := pin.ThreadCPUTime()
+	if err != nil {
+		return 0
+	}
+	return int64(d)
+}
+
+// Run builds the traffic, primes the NAT with one packet per flow, then
+// replays both directions at full speed for the duration.
+func Run(o Options) (*Result, error) {
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	if o.Flows <= 0 {
+		o.Flows = 10000
+	}
+	if o.Duration <= 0 {
+		o.Duration = 5 * time.Second
+	}
+	sizes, err := Sizes(o.Size)
+	if err != nil {
+		return nil, err
+	}
+	lan := memport.New("lan", o.Workers, 4096)
+	wan := memport.New("wan", o.Workers, 4096)
+	cfg := dataplane.Config{
+		Workers: o.Workers, LAN: lan, WAN: wan,
+		RouterMAC: RouterMAC, RouterAddr: RouterAddr, LANNet: LANNet, LANBits: LANBits,
+		Up: o.Shape, Down: o.Shape, ThreadCPU: threadCPU, Steer: o.Steer,
+	}
+	cfg.NAT.Capacity = 4*o.Flows + 1024
+	if o.Pin {
+		cfg.Pin = pin.Pin
+	}
+	e, err := dataplane.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.SetSession(Session())
+	flows := Flows(o.Flows)
+	neigh := map[uint32][6]byte{}
+	for _, f := range flows {
+		neigh[f.Host] = f.HostMAC
+	}
+	e.SetNeighbors(neigh)
+
+	lanPkts, wanPkts, err := prime(e, lan, wan, flows, sizes, o.Workers)
+	if err != nil {
+		return nil, err
+	}
+	for q := 0; q < o.Workers; q++ {
+		if len(lanPkts[q]) > 0 {
+			lan.Replay(q, lanPkts[q])
+		}
+		lan.Sink(q, nil)
+		wan.Sink(q, nil)
+	}
+	wan.Replay(0, wanPkts)
+
+	before := e.Totals()
+	beforeW := perWorker(e)
+	// Allocations are read inside the run, after the threads started and
+	// before they stop: starting goroutines allocates, packets must not.
+	var ms0, ms1 runtime.MemStats
+	t0 := time.Now()
+	e.Start()
+	runtime.ReadMemStats(&ms0)
+	time.Sleep(o.Duration)
+	runtime.ReadMemStats(&ms1)
+	if err := e.Stop(); err != nil {
+		return nil, err
+	}
+	wall := time.Since(t0)
+	after := e.Totals()
+
+	res := &Result{Bench: "pipeline", Workers: o.Workers, Flows: o.Flows, Size: o.Size, Shaper: o.Shape.Rate != 0,
+		Seconds: wall.Seconds(), Drops: map[string]uint64{}}
+	res.LANToWAN = after.TxWAN - before.TxWAN
+	res.WANToLAN = after.TxLAN - before.TxLAN
+	res.Packets = res.LANToWAN + res.WANToLAN
+	if res.Packets == 0 {
+		return nil, fmt.Errorf("pipeline moved no packets (drops %v)", after.DropMap())
+	}
+	res.Mpps = float64(res.Packets) / wall.Seconds() / 1e6
+	var cpu uint64
+	for i, w := range e.Workers() {
+		c := w.Counters()
+		b := beforeW[i]
+		wr := WorkerResult{Worker: i, Packets: c.TxLAN + c.TxWAN - b.TxLAN - b.TxWAN, CPUNs: c.CPUNanos,
+			Steered: c.SteerPackets - b.SteerPackets, Redirects: c.Redirected - b.Redirected}
+		if wr.Packets > 0 {
+			wr.NsPerPkt = float64(wr.CPUNs) / float64(wr.Packets)
+		}
+		cpu += c.CPUNanos
+		res.PerWorker = append(res.PerWorker, wr)
+	}
+	if o.Steer == dataplane.SteerThread {
+		cpu += e.SteerCounters().CPUNanos
+	}
+	res.CPUNsPerPkt = float64(cpu) / float64(res.Packets)
+	if sp := after.SteerPackets - before.SteerPackets; sp > 0 {
+		res.SteerNsPerPkt = float64(after.SteerNanos-before.SteerNanos) / float64(sp)
+	}
+	res.AllocsPerPkt = float64(ms1.Mallocs-ms0.Mallocs) / float64(res.Packets)
+	for i, d := range after.Drops {
+		if n := d - before.Drops[i]; n != 0 {
+			res.Drops[dataplane.Reason(i).String()] = n
+		}
+	}
+	return res, nil
+}
+
+func perWorker(e *dataplane.Engine) []dataplane.Counters {
+	var out []dataplane.Counters
+	for _, w := range e.Workers() {
+		out = append(out, w.Counters())
+	}
+	return out
+}
+
+// prime sends one uplink packet per flow through the running engine,
+// learns each flow's external port from the WAN side (the IP id carries
+// the flow index), and returns the replay lists: uplink frames per LAN
+// queue (the queue owning the flow's LAN endpoint, as RSS/fanout steering
+// would place it) and downlink replies.
+func prime(e *dataplane.Engine, lan, wan *memport.Port, flows []Flow, sizes []int, workers int) ([][][]byte, [][]byte, error) {
+	lanPkts := make([][][]byte, workers)
+	ext := make([]uint16, len(flows))
+	seen := make([]bool, len(flows))
+	e.Start()
+	defer e.Stop()
+	const chunk = 512
+	for start := 0; start < len(flows); start += chunk {
+		end := min(start+chunk, len(flows))
+		for i := start; i < end; i++ {
+			fr, err := LANFrame(flows[i], sizes[i%len(sizes)])
+			if err != nil {
+				return nil, nil, err
+			}
+			binary.BigEndian.PutUint16(fr[14+4:], uint16(i)) // IP id = flow index
+			hdr.IPv4(fr[14:]).ComputeChecksum()
+			q := e.LANOwner(fr[14:])
+			if q < 0 {
+				q = 0
+			}
+			lanPkts[q] = append(lanPkts[q], fr)
+			for !lan.Inject(q, fr) {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		got := 0
+		for got < end-start && time.Now().Before(deadline) {
+			for q := 0; q < workers; q++ {
+				wan.Drain(q, func(b []byte) {
+					if len(b) < 22+28 {
+						return
+					}
+					ip := b[22:]
+					id := int(binary.BigEndian.Uint16(ip[4:]))
+					for i := id; i < len(flows); i += 65536 {
+						if i >= start && i < end && !seen[i] {
+							seen[i] = true
+							ext[i] = binary.BigEndian.Uint16(ip[20:])
+							got++
+							break
+						}
+					}
+				})
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		if got < end-start {
+			return nil, nil, fmt.Errorf("priming: %d of %d flows came out (drops %v)", got, end-start, e.Totals().DropMap())
+		}
+	}
+	var wanPkts [][]byte
+	for i, f := range flows {
+		b, err := WANFrame(f, ext[i], sizes[i%len(sizes)])
+		if err != nil {
+			return nil, nil, err
+		}
+		wanPkts = append(wanPkts, b)
+	}
+	for q := 0; q < workers; q++ {
+		lan.Drain(q, func([]byte) {})
+	}
+	return lanPkts, wanPkts, nil
+}

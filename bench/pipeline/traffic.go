@@ -1,0 +1,117 @@
+// Package pipeline is the synthetic benchmark of pppfwd's whole dataplane
+// (steering, PPPoE decap/encap, NAT, MSS clamp, shaper, both directions)
+// over in-memory ports replaying pre-built traffic.
+package pipeline
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// Addresses of the synthetic topology (documentation ranges).
+var (
+	RouterMAC  = [6]byte{0x02, 0x50, 0x50, 0, 0, 0x01}
+	WANMAC     = [6]byte{0x02, 0x50, 0x50, 0, 0, 0x02}
+	ACMAC      = [6]byte{0x02, 0x50, 0x50, 0, 0, 0x03}
+	RouterAddr = ipv4(192, 168, 0, 1)
+	LANNet     = ipv4(192, 168, 0, 0)
+	LANBits    = 16
+	PublicAddr = ipv4(198, 51, 100, 7)
+	PeerAddr   = ipv4(198, 51, 100, 1)
+)
+
+const sessionID = 0x2a2a
+
+func ipv4(a, b, c, d byte) uint32 { return uint32(a)<<24 | uint32(b)<<16 | uint32(c)<<8 | uint32(d) }
+
+func netIP(a uint32) net.IP { return net.IPv4(byte(a>>24), byte(a>>16), byte(a>>8), byte(a)).To4() }
+
+// Session is the synthetic PPPoE session.
+func Session() *pppoe.Session {
+	return &pppoe.Session{ID: sessionID, LocalMAC: WANMAC, PeerMAC: ACMAC,
+		LocalAddr: PublicAddr, PeerAddr: PeerAddr, MTU: 1492, Gen: 1}
+}
+
+// Sizes returns the LAN frame sizes (Ethernet, without FCS) of a size
+// spec: "64", "1500", any number, or "imix" (7:4:1 of 64, 576, 1500).
+func Sizes(spec string) ([]int, error) {
+	if spec == "imix" {
+		return []int{64, 64, 64, 576, 64, 64, 576, 64, 1500, 64, 576, 576}, nil
+	}
+	var n int
+	if _, err := fmt.Sscanf(spec, "%d", &n); err != nil || n < 64 || n > 1506 {
+		return nil, fmt.Errorf("size %q: want 64..1506 or imix", spec)
+	}
+	return []int{n}, nil
+}
+
+// Flow is one UDP flow of the synthetic traffic.
+type Flow struct {
+	Host, Remote uint32
+	HostMAC      [6]byte
+	SrcPort      uint16
+	DstPort      uint16
+}
+
+// Flows returns n distinct flows from up to 4096 LAN hosts.
+func Flows(n int) []Flow {
+	out := make([]Flow, n)
+	for i := range out {
+		h := i % 4096
+		out[i] = Flow{
+			Host:    LANNet | uint32(2+h),
+			HostMAC: [6]byte{0x02, 0x60, 0, 0, byte(h >> 8), byte(h)},
+			Remote:  ipv4(203, 0, 113, byte(1+i%200)),
+			SrcPort: uint16(20000 + i/4096),
+			DstPort: uint16(443 + i%7),
+		}
+	}
+	return out
+}
+
+func udpLayers(src, dst uint32, sport, dport uint16, ipLen int) []gopacket.SerializableLayer {
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: netIP(src), DstIP: netIP(dst), Flags: layers.IPv4DontFragment}
+	u := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
+	_ = u.SetNetworkLayerForChecksum(ip)
+	pl := ipLen - 28
+	if pl < 0 {
+		pl = 0
+	}
+	return []gopacket.SerializableLayer{ip, u, gopacket.Payload(make([]byte, pl))}
+}
+
+func serialize(ls ...gopacket.SerializableLayer) ([]byte, error) {
+	buf := gopacket.NewSerializeBuffer()
+	err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...)
+	return append([]byte(nil), buf.Bytes()...), err
+}
+
+// LANFrame builds flow f's uplink frame of frameLen bytes.
+func LANFrame(f Flow, frameLen int) ([]byte, error) {
+	eth := &layers.Ethernet{SrcMAC: f.HostMAC[:], DstMAC: RouterMAC[:], EthernetType: layers.EthernetTypeIPv4}
+	return serialize(append([]gopacket.SerializableLayer{eth}, udpLayers(f.Host, f.Remote, f.SrcPort, f.DstPort, frameLen-14)...)...)
+}
+
+// WANFrame builds the downlink PPPoE frame answering flow f at external
+// port ext, carrying an IP packet as long as the uplink frameLen's.
+func WANFrame(f Flow, ext uint16, frameLen int) ([]byte, error) {
+	ipb, err := serialize(udpLayers(f.Remote, PublicAddr, f.DstPort, ext, frameLen-14)...)
+	if err != nil {
+		return nil, err
+	}
+	fr := nic.NewFrame()
+	fr.SetData(ipb)
+	if !Session().Encap(fr) {
+		return nil, fmt.Errorf("encap")
+	}
+	b := append([]byte(nil), fr.Data()...)
+	copy(b[0:6], WANMAC[:])
+	copy(b[6:12], ACMAC[:])
+	return b, nil
+}

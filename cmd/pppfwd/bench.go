@@ -1,0 +1,121 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pppfwd/pppfwd/bench/pipeline"
+	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+const benchUsage = `Usage: pppfwd bench <scenario> [flags]
+
+Scenarios:
+  pipeline   the whole dataplane over in-memory ports (steering, PPPoE, NAT, MSS clamp, shaper)
+`
+
+func benchMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, benchUsage)
+		return 2
+	}
+	switch args[0] {
+	case "pipeline":
+		return benchPipeline(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, benchUsage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "pppfwd bench: unknown scenario %q\n\n%s", args[0], benchUsage)
+	return 2
+}
+
+func benchPipeline(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pppfwd bench pipeline", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	workers := fs.Int("workers", 1, "worker threads")
+	flows := fs.Int("flows", 10000, "UDP flows (both directions)")
+	size := fs.String("size", "64", "LAN frame size: 64, 1500, any 64..1506, or imix")
+	dur := fs.Duration("duration", 5*time.Second, "measured window")
+	shape := fs.String("shape", "bandwidth 100gbit", "shaper of each direction in tc-cake words (e.g. \"bandwidth 900mbit pppoe-ptm\"), or off")
+	pinCPU := fs.Bool("pin", true, "pin workers to CPUs")
+	steer := fs.String("steer", "inline", "where WAN steering runs: inline (on worker 0) or thread")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	prof := fs.String("cpuprofile", "", "write a pprof CPU profile to this file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *prof != "" {
+		stop, err := startProfile(*prof)
+		if err != nil {
+			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
+			return 1
+		}
+		defer stop()
+	}
+	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU}
+	if *shape != "off" {
+		sp, err := shaper.ParseSpec(*shape)
+		if err != nil {
+			fmt.Fprintf(stderr, "pppfwd: --shape: %v\n", err)
+			return 2
+		}
+		o.Shape = sp
+	}
+	switch *steer {
+	case "inline":
+	case "thread":
+		o.Steer = dataplane.SteerThread
+	default:
+		fmt.Fprintf(stderr, "pppfwd: --steer %q: want inline or thread\n", *steer)
+		return 2
+	}
+	res, err := pipeline.Run(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		if err := printJSON(stdout, res); err != nil {
+			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "workers\t%d\nflows\t%d\nsize\t%s\nshaper\t%v\n", res.Workers, res.Flows, res.Size, res.Shaper)
+	fmt.Fprintf(tw, "packets\t%d (LAN->WAN %d, WAN->LAN %d)\n", res.Packets, res.LANToWAN, res.WANToLAN)
+	fmt.Fprintf(tw, "Mpps (wall)\t%.3f\ncpu ns/pkt\t%.1f\nsteer ns/pkt\t%.1f\nallocs/pkt\t%.4f\n", res.Mpps, res.CPUNsPerPkt, res.SteerNsPerPkt, res.AllocsPerPkt)
+	for _, w := range res.PerWorker {
+		fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)
+	}
+	var names []string
+	for k := range res.Drops {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(tw, "drop %s\t%d\n", k, res.Drops[k])
+	}
+	tw.Flush()
+	return 0
+}
+
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}

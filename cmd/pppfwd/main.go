@@ -1,0 +1,48 @@
+// Command pppfwd is a userspace PPPoE WAN fast path: it terminates the
+// PPPoE session, NATs and shapes both directions on every core.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `pppfwd — a multi-core userspace PPPoE WAN fast path
+
+Usage:
+  pppfwd bench pipeline [flags]   synthetic benchmark of the whole pipeline (memport)
+  pppfwd help                     this text
+
+Run "pppfwd bench pipeline -h" for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "bench":
+		return benchMain(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "pppfwd: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}

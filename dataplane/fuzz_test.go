@@ -1,0 +1,98 @@
+package dataplane
+
+import (
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+func fuzzSeeds(f *testing.F) {
+	f.Add(lanFrame(f, pkt{src: hostIP, dst: remoteIP, sport: 1, dport: 2, proto: layers.IPProtocolUDP, payload: 8}), false)
+	f.Add(lanFrame(f, pkt{src: hostIP, dst: remoteIP, sport: 1, dport: 2, proto: layers.IPProtocolTCP, syn: true, mss: 1460}), false)
+	f.Add(lanFrame(f, pkt{src: hostIP, dst: remoteIP, proto: layers.IPProtocolICMPv4, icmpType: 8, icmpID: 5}), false)
+	f.Add(lanFrame(f, pkt{src: hostIP, dst: remoteIP, sport: 1, dport: 2, proto: layers.IPProtocolUDP, ttl: 1}), false)
+	f.Add(wanFrame(f, pkt{src: remoteIP, dst: pubIP, sport: 1, dport: 2000, proto: layers.IPProtocolUDP, payload: 8}), true)
+	f.Add(wanFrame(f, pkt{src: remoteIP, dst: pubIP, sport: 80, dport: 40000, proto: layers.IPProtocolTCP, syn: true, mss: 1460}), true)
+	f.Add(wanFrame(f, pkt{src: remoteIP, dst: pubIP, proto: layers.IPProtocolICMPv4, icmpType: 0, icmpID: 3000}), true)
+}
+
+// FuzzWorker feeds arbitrary frames to a worker on either side: it must
+// never panic, and every frame must be accounted for (forwarded, sent to
+// the exception path, or dropped under a reason).
+func FuzzWorker(f *testing.F) {
+	fuzzSeeds(f)
+	r := newRig(f, 1, nil)
+	f.Fuzz(func(t *testing.T, b []byte, wan bool) {
+		if len(b) > 1800 {
+			return
+		}
+		before := r.e.Totals()
+		if wan {
+			r.wan.Inject(0, b)
+		} else {
+			r.lan.Inject(0, b)
+		}
+		r.step()
+		r.drainLAN()
+		r.drainWAN()
+		r.e.PollControl(func(Dir, []byte) {})
+		c := r.e.Totals()
+		out := (c.TxLAN + c.TxWAN - c.ICMPSent) - (before.TxLAN + before.TxWAN - before.ICMPSent) +
+			c.Exception - before.Exception + c.TotalDrops() - before.TotalDrops()
+		if out != 1 {
+			t.Fatalf("frame accounting: %d outcomes for one frame (%+v)", out, c)
+		}
+	})
+}
+
+// FuzzClassifyVsGopacket is the differential test of the steering parser:
+// whenever gopacket decodes a PPPoE IPv4 TCP/UDP packet without options
+// or fragmentation, classify must pick the owner of its destination port;
+// for ICMP echo, of its id.
+func FuzzClassifyVsGopacket(f *testing.F) {
+	fuzzSeeds(f)
+	owner := new([65536]uint8)
+	for i := range owner {
+		owner[i] = uint8(i % 7)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, _ bool) {
+		got := classify(b, owner)
+		p := gopacket.NewPacket(b, layers.LayerTypeEthernet, gopacket.DecodeOptions{NoCopy: true})
+		eth, _ := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
+		if eth == nil {
+			return
+		}
+		if eth.EthernetType != layers.EthernetTypePPPoESession && eth.EthernetType != layers.EthernetTypeDot1Q {
+			if got != toControl {
+				t.Fatalf("non-PPPoE ethertype %v steered to %d", eth.EthernetType, got)
+			}
+			return
+		}
+		po, _ := p.Layer(layers.LayerTypePPPoE).(*layers.PPPoE)
+		ppp, _ := p.Layer(layers.LayerTypePPP).(*layers.PPP)
+		ip, _ := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+		if po == nil || ppp == nil || ip == nil || po.Version != 1 || po.Type != 1 || po.Code != 0 {
+			return
+		}
+		if ip.Version != 4 || ip.IHL != 5 || ip.Flags&layers.IPv4MoreFragments != 0 || ip.FragOffset != 0 || len(ip.Payload) < 8 {
+			return
+		}
+		// gopacket trims to the IP total length; classify reads the frame.
+		var want int
+		switch ip.Protocol {
+		case layers.IPProtocolTCP, layers.IPProtocolUDP:
+			want = int(owner[uint16(ip.Payload[2])<<8|uint16(ip.Payload[3])])
+		case layers.IPProtocolICMPv4:
+			if ip.Payload[0] != 0 && ip.Payload[0] != 8 {
+				return
+			}
+			want = int(owner[uint16(ip.Payload[4])<<8|uint16(ip.Payload[5])])
+		default:
+			want = 0
+		}
+		if got != want {
+			t.Fatalf("classify %d, gopacket-derived owner %d (%v)", got, want, p)
+		}
+	})
+}
