@@ -66,7 +66,6 @@ type sim struct {
 	s     *FQCoDel[*tpkt]
 	ops   *tops
 	srcs  []*source
-	byID  map[uint32]*source
 	pool  []tpkt
 	npool int
 	out   []*tpkt
