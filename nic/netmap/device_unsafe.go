@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
+	"github.com/pppfwd/pppfwd/nic"
 	"golang.org/x/sys/unix"
 )
 
@@ -113,6 +115,9 @@ func portName(name string) string { return strings.TrimPrefix(name, "netmap:") }
 // nmreq, nr_flags = mode, nr_ringid = ringid).
 func register(name string, mode uint32, ringid uint16, flags uint64) (int, reqRegister, error) {
 	var reg reqRegister
+	if strconv.IntSize != 64 {
+		return -1, reg, fmt.Errorf("netmap: %w: the netmap.h layout is mirrored for 64-bit targets only", nic.ErrNotSupported)
+	}
 	if len(name) == 0 || len(name) >= reqNameLen {
 		return -1, reg, fmt.Errorf("netmap: bad port name %q", name)
 	}

@@ -24,11 +24,12 @@ type DropReason int
 
 // Drop reasons.
 const (
-	DropBadSlot  DropReason = iota // kernel slot with invalid buf_idx or len
-	DropFragment                   // multi-slot (NS_MOREFRAG) frame, unsupported
-	DropOversize                   // frame larger than a buffer
-	DropFiltered                   // Forward's callback dropped it
-	DropRingFull                   // TX ring full (Send refused it)
+	DropBadSlot    DropReason = iota // kernel slot with invalid buf_idx or len
+	DropFragment                     // multi-slot (NS_MOREFRAG) frame, unsupported
+	DropOversize                     // TX frame larger than a netmap buffer
+	DropRxOversize                   // RX frame larger than the caller's Frame
+	DropFiltered                     // Forward's callback dropped it
+	DropRingFull                     // TX ring full (Send refused it)
 	NumDropReasons
 )
 
@@ -40,6 +41,8 @@ func (d DropReason) String() string {
 		return "fragment"
 	case DropOversize:
 		return "oversize"
+	case DropRxOversize:
+		return "rx_oversize"
 	case DropFiltered:
 		return "filtered"
 	case DropRingFull:
@@ -216,7 +219,7 @@ func (p *Port) Recv(q int, frames []*nic.Frame) (int, error) {
 		}
 		f := frames[n]
 		if len(b) > len(f.Buf)-nic.Headroom {
-			qu.drops[DropOversize].Add(1)
+			qu.drops[DropRxOversize].Add(1)
 			continue
 		}
 		f.Off = nic.Headroom
@@ -402,7 +405,8 @@ func Forward(src *Port, sq int, dst *Port, dq int, max int, fn func(buf []byte, 
 }
 
 // Stats implements nic.Port. RxDrops counts frames the port dropped after
-// the kernel delivered them (bad slots, fragments, oversize, filtered);
+// the kernel delivered them (bad slots, fragments, too big for the
+// caller's Frame, filtered by Forward's callback);
 // TxDrops counts frames Send refused because the ring was full or
 // dropped as oversize.
 func (p *Port) Stats() nic.Stats {
@@ -412,7 +416,8 @@ func (p *Port) Stats() nic.Stats {
 		s.RxBytes += qu.rxBytes.Load()
 		s.TxPackets += qu.txPackets.Load()
 		s.TxBytes += qu.txBytes.Load()
-		s.RxDrops += qu.drops[DropBadSlot].Load() + qu.drops[DropFragment].Load() + qu.drops[DropFiltered].Load()
+		s.RxDrops += qu.drops[DropBadSlot].Load() + qu.drops[DropFragment].Load() +
+			qu.drops[DropRxOversize].Load() + qu.drops[DropFiltered].Load()
 		s.TxDrops += qu.drops[DropRingFull].Load() + qu.drops[DropOversize].Load()
 	}
 	return s

@@ -598,3 +598,36 @@ func TestAllocsPerRun(t *testing.T) {
 		t.Errorf("Forward allocates %v", a)
 	}
 }
+
+func TestRecvDropsByReason(t *testing.T) {
+	s := newSim(t, 16, "em0")
+	p := open(t, s, "em0")
+	s.Inject("em0", 0, pkt(0, 60))
+	s.Inject("em0", 0, pkt(1, nic.MaxData+1)) // fits a netmap buffer, not a Frame
+	s.Inject("em0", 0, pkt(2, 60))            // first fragment
+	s.Inject("em0", 0, pkt(3, 60))            // last fragment
+	s.Inject("em0", 0, pkt(4, 60))
+	// The kernel marks frames 2..3 as one two-slot frame.
+	s.afterSync = func(k *kring) {
+		if !k.tx {
+			k.slots[2].Flags = NSMoreFrag
+		}
+	}
+	frames := nic.NewFrames(8)
+	n, err := p.Recv(0, frames)
+	if err != nil || n != 2 {
+		t.Fatalf("recv %d: %v", n, err)
+	}
+	if !bytes.Equal(frames[0].Data(), pkt(0, 60)) || !bytes.Equal(frames[1].Data(), pkt(4, 60)) {
+		t.Error("wrong frames delivered")
+	}
+	d := p.Drops()
+	if d[DropRxOversize] != 1 || d[DropFragment] != 2 || p.Stats().RxDrops != 3 {
+		t.Errorf("drops %v stats %+v", d, p.Stats())
+	}
+	for r := DropReason(0); r < NumDropReasons; r++ {
+		if r.String() == "unknown" {
+			t.Errorf("reason %d has no name", r)
+		}
+	}
+}
