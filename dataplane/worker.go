@@ -39,12 +39,10 @@ type Worker struct {
 
 	steerOwed int
 	redirOwed []int
-	excOwed   int
 	redirOut  [][]*nic.Frame
 	excOut    []*nic.Frame
 
 	sess    *pppoe.Session
-	sessGen uint64
 	pubAddr uint32
 	mss     uint16
 	neigh   *Neighbors

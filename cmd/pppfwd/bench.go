@@ -19,6 +19,7 @@ const benchUsage = `Usage: pppfwd bench <scenario> [flags]
 
 Scenarios:
   pipeline   the whole dataplane over in-memory ports (steering, PPPoE, NAT, MSS clamp, shaper)
+  io         pppfwd on afpacket/afxdp over veth against the kernel's forward + masquerade
 `
 
 func benchMain(args []string, stdout, stderr io.Writer) int {
@@ -29,6 +30,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "pipeline":
 		return benchPipeline(args[1:], stdout, stderr)
+	case "io":
+		return benchIO(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return 0
