@@ -153,6 +153,39 @@ func (e *Engine) Start() {
 	}
 }
 
+// Poll runs one iteration of every worker (and the steering) on the
+// calling goroutine and returns the frames handled. It is for simulations
+// and tests that drive the pipeline on a manual clock; it must not be
+// called while the engine is started.
+func (e *Engine) Poll() int {
+	n := 0
+	if e.cfg.Steer == SteerThread {
+		n += e.steer.poll()
+	}
+	for _, w := range e.workers {
+		n += w.step()
+		w.pub.publish(&w.c)
+	}
+	return n
+}
+
+// NextEvent returns the earliest time (Clock ns) a shaper has a packet to
+// release, or 0 if none is waiting on its rate.
+func (e *Engine) NextEvent() int64 {
+	var t int64
+	for _, w := range e.workers {
+		for _, s := range []*shaper.FQCoDel[*nic.Frame]{w.up, w.down} {
+			if s == nil || s.Len() == 0 {
+				continue
+			}
+			if n := s.NextSend(); n != 0 && (t == 0 || n < t) {
+				t = n
+			}
+		}
+	}
+	return t
+}
+
 // Stop stops every thread and waits for them.
 func (e *Engine) Stop() error {
 	e.stop.Store(true)

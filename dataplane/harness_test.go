@@ -69,12 +69,7 @@ func newRig(t testing.TB, workers int, mod func(*Config)) *rig {
 }
 
 // step runs one iteration of every worker.
-func (r *rig) step() {
-	for _, w := range r.e.workers {
-		w.step()
-		w.pub.publish(&w.c)
-	}
-}
+func (r *rig) step() { r.e.Poll() }
 
 func (r *rig) drainWAN() [][]byte {
 	var out [][]byte

@@ -375,7 +375,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	}
 	f.Pull(hdr.EthernetLen)
 	if w.up != nil {
-		w.up.Enqueue(f, flow, src)
+		w.up.EnqueueAt(f, flow, src, w.now)
 		return
 	}
 	w.toWAN(f)
@@ -574,7 +574,7 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 		eth := hdr.Ethernet(f.Data())
 		eth.SetAddrs(mac, w.cfg.RouterMAC)
 		eth.SetType(hdr.EtherTypeIPv4)
-		w.down.Enqueue(f, flowHash(ip), dst)
+		w.down.EnqueueAt(f, flowHash(ip), dst, w.now)
 		return
 	}
 	w.toLAN(f, dst, dst)
@@ -584,7 +584,7 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 func (w *Worker) shape() {
 	if w.up != nil {
 		for {
-			n := w.up.Dequeue(w.tmp)
+			n := w.up.DequeueAt(w.tmp, w.now)
 			for _, f := range w.tmp[:n] {
 				w.toWAN(f)
 			}
@@ -595,7 +595,7 @@ func (w *Worker) shape() {
 	}
 	if w.down != nil {
 		for {
-			n := w.down.Dequeue(w.tmp)
+			n := w.down.DequeueAt(w.tmp, w.now)
 			for _, f := range w.tmp[:n] {
 				w.lanQ = append(w.lanQ, f)
 				if len(w.lanQ) == cap(w.lanQ) {
