@@ -187,7 +187,8 @@ type Config struct {
 	Filtering Filtering
 	// Timeouts; zero fields take DefaultTimeouts.
 	Timeouts Timeouts
-	// MaxPerHost limits the flows of one LAN address; 0 = no limit.
+	// MaxPerHost limits the flows of one LAN address in this table (so
+	// per worker); 0 = no limit.
 	MaxPerHost int
 	// MaxBytes bounds the table's memory; Capacity is lowered to fit.
 	// 0 = no bound.

@@ -181,7 +181,9 @@ func (t *Table) FixedBytes() int { return t.fixedBytes() }
 // Capacity returns the slot capacity (Config.Capacity after MaxBytes).
 func (t *Table) Capacity() int { return t.cfg.Capacity }
 
-// SetPublicAddr changes the public address. When it differs from the
+// SetPublicAddr changes the public address; like every method it must be
+// called from the owning worker (e.g. when it sees a new session
+// snapshot). When it differs from the
 // current one every flow and mapping is flushed (O(capacity), once per
 // reconnect); the same address keeps the flows.
 func (t *Table) SetPublicAddr(a uint32) {
