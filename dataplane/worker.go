@@ -307,7 +307,8 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.toException(f)
 		return
 	}
-	if src&w.lanMask != w.cfg.LANNet || src == w.cfg.RouterAddr {
+	// A redirected hairpin may already carry the public source address.
+	if (src&w.lanMask != w.cfg.LANNet || src == w.cfg.RouterAddr) && f.Aux&auxRedirected == 0 {
 		w.drop(f, DropMartian)
 		return
 	}

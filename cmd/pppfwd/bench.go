@@ -19,6 +19,7 @@ const benchUsage = `Usage: pppfwd bench <scenario> [flags]
 
 Scenarios:
   pipeline   the whole dataplane over in-memory ports (steering, PPPoE, NAT, MSS clamp, shaper)
+  nat        the NAT44 conntrack table: lookup, insert, expiry cost and bytes per entry
   io         pppfwd on afpacket/afxdp over veth against the kernel's forward + masquerade
 `
 
@@ -32,6 +33,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		return benchPipeline(args[1:], stdout, stderr)
 	case "io":
 		return benchIO(args[1:], stdout, stderr)
+	case "nat":
+		return benchNAT(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return 0
