@@ -257,8 +257,10 @@ func (e *Engine) Totals() Counters {
 type Dir uint8
 
 const (
-	FromWAN Dir = iota // control frames steered off the WAN
-	FromLAN            // exceptions from the LAN side
+	FromLAN   Dir = iota // exceptions from the LAN side (Ethernet frame)
+	FromWAN              // control frames steered off the WAN (Ethernet frame)
+	FromWANIP            // decapsulated IPv4 for the router itself (NAT Local)
+	Unresolved           // Ethernet+IPv4 for a LAN host whose MAC is unknown
 	ToWAN              // frame to send on the WAN
 	ToLAN              // frame to send on the LAN
 )
@@ -273,6 +275,9 @@ func (e *Engine) PollControl(fn func(d Dir, b []byte)) int {
 		for {
 			n := l.Data.Pop(buf[:])
 			for _, f := range buf[:n] {
+				if l != e.ctlLink {
+					d = Dir(f.Aux)
+				}
 				fn(d, f.Data())
 			}
 			// Give the same frames back: the control plane keeps none.

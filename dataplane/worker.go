@@ -255,7 +255,9 @@ func (w *Worker) drop(f *nic.Frame, r Reason) {
 	w.pool.Put(f)
 }
 
-func (w *Worker) toException(f *nic.Frame) {
+// toException queues f for the control plane with its Dir in f.Aux.
+func (w *Worker) toException(f *nic.Frame, d Dir) {
+	f.Aux = uint32(d)
 	w.excOut = append(w.excOut, f)
 	if len(w.excOut) == cap(w.excOut) {
 		w.flushException()
@@ -271,7 +273,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	}
 	eth := hdr.Ethernet(b)
 	if b[0]&1 != 0 { // broadcast / multicast: ARP, DHCP, ND... for the host
-		w.toException(f)
+		w.toException(f, FromLAN)
 		return
 	}
 	if [6]byte(eth.Dst()) != w.cfg.RouterMAC {
@@ -281,7 +283,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	switch eth.Type() {
 	case hdr.EtherTypeIPv4:
 	case hdr.EtherTypeARP, hdr.EtherTypeIPv6:
-		w.toException(f)
+		w.toException(f, FromLAN)
 		return
 	default:
 		w.drop(f, DropUnsupported)
@@ -304,7 +306,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	ip = ip[:ip.TotalLen()]
 	dst, src := ip.Dst(), ip.Src()
 	if dst == w.cfg.RouterAddr {
-		w.toException(f)
+		w.toException(f, FromLAN)
 		return
 	}
 	// A redirected hairpin may already carry the public source address.
@@ -313,7 +315,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		return
 	}
 	if dst&w.lanMask == w.cfg.LANNet || dst>>28 == 0xe || dst == 0xffffffff {
-		w.toException(f) // same-subnet or multicast: the host stack decides
+		w.toException(f, FromLAN) // same-subnet or multicast: the host stack decides
 		return
 	}
 	if ip.IsFragment() {
@@ -362,7 +364,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.redirect(f, w.nat.RedirectTarget(), false)
 		return
 	case nat.Local:
-		w.toException(f)
+		w.toException(f, FromLAN)
 		return
 	default:
 		w.drop(f, DropNAT)
@@ -404,18 +406,17 @@ func (w *Worker) toWAN(f *nic.Frame) {
 // addressed to LAN host dst and queues it; host is the LAN host for
 // fairness.
 func (w *Worker) toLAN(f *nic.Frame, dst, host uint32) {
-	mac, ok := w.neigh.Lookup(dst)
-	if !ok {
-		w.c.Unresolved++
-		w.toException(f) // the host stack resolves it (ARP) and sends it
-		return
-	}
 	b := f.Data()
 	if len(b) < hdr.EthernetLen {
 		w.drop(f, DropBadEthernet)
 		return
 	}
 	eth := hdr.Ethernet(b)
+	mac, ok := w.neigh.Lookup(dst)
+	if !ok {
+		w.unresolved(f)
+		return
+	}
 	eth.SetAddrs(mac, w.cfg.RouterMAC)
 	eth.SetType(hdr.EtherTypeIPv4)
 	w.lanQ = append(w.lanQ, f)
@@ -464,6 +465,16 @@ func (w *Worker) icmpToWAN(f *nic.Frame, typ, code uint8) {
 	w.toWAN(f)
 }
 
+// unresolved hands an Ethernet+IPv4 frame whose LAN next hop is unknown
+// to the control plane, which resolves it (ARP).
+func (w *Worker) unresolved(f *nic.Frame) {
+	eth := hdr.Ethernet(f.Data())
+	eth.SetAddrs([6]byte{}, w.cfg.RouterMAC)
+	eth.SetType(hdr.EtherTypeIPv4)
+	w.c.Unresolved++
+	w.toException(f, Unresolved)
+}
+
 func (w *Worker) redirect(f *nic.Frame, to int, fromWAN bool) {
 	if to < 0 || to >= len(w.redirOut) || to == w.id {
 		w.drop(f, DropNAT)
@@ -496,7 +507,7 @@ func (w *Worker) fromWAN(f *nic.Frame) {
 		w.drop(f, DropUnsupported)
 		return
 	case pppoe.DecapControl:
-		w.toException(f)
+		w.toException(f, FromWAN)
 		return
 	default:
 		w.drop(f, DropBadPPPoE)
@@ -548,7 +559,7 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 		w.redirect(f, w.nat.RedirectTarget(), true)
 		return
 	case nat.Local:
-		w.toException(f)
+		w.toException(f, FromWANIP)
 		return
 	default:
 		w.drop(f, DropNAT)
@@ -568,8 +579,7 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 	if w.down != nil {
 		mac, ok := w.neigh.Lookup(dst)
 		if !ok {
-			w.c.Unresolved++
-			w.toException(f)
+			w.unresolved(f)
 			return
 		}
 		eth := hdr.Ethernet(f.Data())

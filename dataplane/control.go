@@ -1,0 +1,317 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// ControlConfig configures the control plane of an Engine.
+type ControlConfig struct {
+	// WANMAC is the WAN port's MAC (source of PPPoE control frames).
+	WANMAC [6]byte
+	// Host, if set, is the host stack's port (a TAP carrying the router's
+	// LAN address and RouterMAC): LAN frames for the router go there and
+	// what it sends goes out on the LAN. Without it the control plane
+	// answers ARP and ICMP echo for the router's addresses itself.
+	Host nic.Port
+	// Queue is the number of WAN control frames buffered for the PPPoE
+	// client (64).
+	Queue int
+}
+
+// ControlStats are the control plane's counters.
+type ControlStats struct {
+	WANFrames, WANDropped  uint64 // control frames for the PPPoE client / dropped (queue full)
+	ARPReplies, ARPLearned uint64
+	ARPRequests            uint64 // sent to resolve LAN next hops
+	EchoReplies            uint64 // ICMP echo answered for the router
+	ToHost, FromHost       uint64 // frames exchanged with the host stack
+	Ignored                uint64 // exceptions nobody handles (counted, dropped)
+}
+
+// Control is the off-fast-path side of an Engine: one goroutine (Run)
+// takes control and exception frames from the workers, feeds PPPoE
+// control frames to the client through a pppoe.Conn, answers or forwards
+// LAN exceptions, learns and resolves LAN neighbours (ARP), and sends
+// frames back through the engine. Nothing here runs per data packet.
+type Control struct {
+	e     *Engine
+	cfg   ControlConfig
+	in    chan []byte // WAN control frames for the PPPoE client
+	free  chan []byte
+	stats struct {
+		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored atomic.Uint64
+	}
+	scratch [nic.BufSize]byte
+	hostRx  []*nic.Frame
+	closed  chan struct{}
+	once    sync.Once
+	lastARP map[uint32]time.Time
+}
+
+// NewControl returns the control plane for e.
+func NewControl(e *Engine, cfg ControlConfig) *Control {
+	if cfg.Queue <= 0 {
+		cfg.Queue = 64
+	}
+	c := &Control{e: e, cfg: cfg, in: make(chan []byte, cfg.Queue), free: make(chan []byte, cfg.Queue),
+		closed: make(chan struct{}), lastARP: map[uint32]time.Time{}}
+	for i := 0; i < cfg.Queue; i++ {
+		c.free <- make([]byte, nic.BufSize)
+	}
+	if cfg.Host != nil {
+		c.hostRx = nic.NewFrames(32)
+	}
+	return c
+}
+
+// Stats returns the counters.
+func (c *Control) Stats() ControlStats {
+	return ControlStats{WANFrames: c.stats.wan.Load(), WANDropped: c.stats.wanDrop.Load(),
+		ARPReplies: c.stats.arpRep.Load(), ARPLearned: c.stats.arpLearn.Load(), ARPRequests: c.stats.arpReq.Load(),
+		EchoReplies: c.stats.echo.Load(), ToHost: c.stats.toHost.Load(), FromHost: c.stats.fromHost.Load(),
+		Ignored: c.stats.ignored.Load()}
+}
+
+// Run polls until ctx is done.
+func (c *Control) Run(ctx context.Context) error {
+	defer c.once.Do(func() { close(c.closed) })
+	idle := time.NewTicker(200 * time.Microsecond)
+	defer idle.Stop()
+	for {
+		n := c.e.PollControl(c.dispatch)
+		n += c.pollHost()
+		if n > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-idle.C:
+		}
+	}
+}
+
+func (c *Control) pollHost() int {
+	if c.cfg.Host == nil {
+		return 0
+	}
+	for _, f := range c.hostRx {
+		f.Reset()
+	}
+	n, err := c.cfg.Host.Recv(0, c.hostRx)
+	if err != nil {
+		return 0
+	}
+	for _, f := range c.hostRx[:n] {
+		if c.e.Send(ToLAN, f.Data()) == nil {
+			c.stats.fromHost.Add(1)
+		}
+	}
+	return n
+}
+
+func (c *Control) dispatch(d Dir, b []byte) {
+	switch d {
+	case FromWAN:
+		select {
+		case buf := <-c.free:
+			n := copy(buf, b)
+			c.in <- buf[:n]
+			c.stats.wan.Add(1)
+		default:
+			c.stats.wanDrop.Add(1)
+		}
+	case FromLAN:
+		c.fromLAN(b)
+	case Unresolved:
+		if len(b) >= hdr.EthernetLen+hdr.IPv4MinLen {
+			c.resolve(hdr.IPv4(b[hdr.EthernetLen:]).Dst())
+		}
+		c.stats.ignored.Add(1)
+	case FromWANIP:
+		if !c.echoReply(b, nil) {
+			c.stats.ignored.Add(1)
+		}
+	}
+}
+
+// resolve sends an ARP request for a LAN address (at most once a second).
+func (c *Control) resolve(ip uint32) {
+	now := time.Now()
+	if t, ok := c.lastARP[ip]; ok && now.Sub(t) < time.Second {
+		return
+	}
+	if len(c.lastARP) > 4096 {
+		clear(c.lastARP)
+	}
+	c.lastARP[ip] = now
+	b := c.scratch[:42]
+	for i := 0; i < 6; i++ {
+		b[i] = 0xff
+	}
+	cfg := &c.e.cfg
+	copy(b[6:12], cfg.RouterMAC[:])
+	binary.BigEndian.PutUint16(b[12:], hdr.EtherTypeARP)
+	arp := b[14:]
+	binary.BigEndian.PutUint32(arp[0:], 0x00010800) // Ethernet, IPv4
+	arp[4], arp[5] = 6, 4
+	binary.BigEndian.PutUint16(arp[6:], 1) // request
+	copy(arp[8:14], cfg.RouterMAC[:])
+	binary.BigEndian.PutUint32(arp[14:], cfg.RouterAddr)
+	clear(arp[18:24])
+	binary.BigEndian.PutUint32(arp[24:], ip)
+	if c.e.Send(ToLAN, b) == nil {
+		c.stats.arpReq.Add(1)
+	}
+}
+
+func (c *Control) fromLAN(b []byte) {
+	if len(b) < hdr.EthernetLen {
+		return
+	}
+	cfg := &c.e.cfg
+	eth := hdr.Ethernet(b)
+	if eth.Type() == hdr.EtherTypeARP && len(b) >= hdr.EthernetLen+28 {
+		arp := b[hdr.EthernetLen:]
+		op := binary.BigEndian.Uint16(arp[6:])
+		sha := [6]byte(arp[8:14])
+		spa := binary.BigEndian.Uint32(arp[14:])
+		tpa := binary.BigEndian.Uint32(arp[24:])
+		if binary.BigEndian.Uint32(arp[0:]) == 0x00010800 && arp[4] == 6 && arp[5] == 4 &&
+			spa&cfg.lanMask() == cfg.LANNet && spa != cfg.RouterAddr && spa != 0 && sha[0]&1 == 0 {
+			if mac, ok := c.e.neighbors.Load().Lookup(spa); !ok || mac != sha {
+				c.e.SetNeighbor(spa, sha)
+				c.stats.arpLearn.Add(1)
+			}
+		}
+		if c.cfg.Host == nil {
+			if op == 1 && tpa == cfg.RouterAddr {
+				r := c.scratch[:42]
+				copy(r, b[:42])
+				copy(r[0:6], sha[:])
+				copy(r[6:12], cfg.RouterMAC[:])
+				ra := r[hdr.EthernetLen:]
+				binary.BigEndian.PutUint16(ra[6:], 2)
+				copy(ra[8:14], cfg.RouterMAC[:])
+				binary.BigEndian.PutUint32(ra[14:], cfg.RouterAddr)
+				copy(ra[18:24], sha[:])
+				binary.BigEndian.PutUint32(ra[24:], spa)
+				if c.e.Send(ToLAN, r) == nil {
+					c.stats.arpRep.Add(1)
+				}
+			}
+			return
+		}
+	}
+	if c.cfg.Host != nil {
+		if _, err := c.cfg.Host.Send(0, c.hostFrame(b)); err == nil {
+			c.stats.toHost.Add(1)
+		}
+		return
+	}
+	if eth.Type() == hdr.EtherTypeIPv4 && c.echoReply(b[hdr.EthernetLen:], b) {
+		return
+	}
+	c.stats.ignored.Add(1)
+}
+
+func (c *Control) hostFrame(b []byte) []*nic.Frame {
+	f := c.hostRx[0]
+	f.SetData(b)
+	return c.hostRx[:1]
+}
+
+// echoReply answers an ICMP echo request to one of the router's own
+// addresses. eth is the LAN frame (nil: the request came over the session).
+func (c *Control) echoReply(ipb []byte, eth []byte) bool {
+	ip := hdr.IPv4(ipb)
+	if !ip.IsValid() || ip.Protocol() != hdr.ProtoICMP || ip.IsFragment() {
+		return false
+	}
+	ipb = ipb[:ip.TotalLen()]
+	ic := hdr.ICMP(ipb[ip.HeaderLen():])
+	if !ic.IsValid() || ic.Type() != hdr.ICMPEcho {
+		return false
+	}
+	cfg := &c.e.cfg
+	s := c.e.Session()
+	if eth != nil && ip.Dst() != cfg.RouterAddr {
+		return false
+	}
+	if eth == nil && (s == nil || ip.Dst() != s.LocalAddr) {
+		return false
+	}
+	off := 0
+	if eth != nil {
+		off = hdr.EthernetLen
+	}
+	out := c.scratch[:off+len(ipb)]
+	copy(out[off:], ipb)
+	r := hdr.IPv4(out[off:])
+	src, dst := r.Src(), r.Dst()
+	binary.BigEndian.PutUint32(r[12:], dst)
+	binary.BigEndian.PutUint32(r[16:], src)
+	r[8] = 64
+	r.ComputeChecksum()
+	ric := hdr.ICMP(r[r.HeaderLen():])
+	ric[0] = hdr.ICMPEchoReply
+	ric.SetChecksum(0)
+	ric.SetChecksum(hdr.Checksum(ric, 0))
+	var err error
+	if eth != nil {
+		e := hdr.Ethernet(out)
+		e.SetAddrs([6]byte(eth[6:12]), cfg.RouterMAC)
+		e.SetType(hdr.EtherTypeIPv4)
+		err = c.e.Send(ToLAN, out)
+	} else {
+		f := nic.Frame{Buf: make([]byte, nic.BufSize)}
+		f.SetData(out)
+		if !s.Encap(&f) {
+			return false
+		}
+		err = c.e.Send(ToWAN, f.Data())
+	}
+	if err == nil {
+		c.stats.echo.Add(1)
+	}
+	return err == nil
+}
+
+// WANConn returns the pppoe.Conn through which the PPPoE client talks to
+// the access concentrator over the engine's WAN port.
+func (c *Control) WANConn() pppoe.Conn { return controlConn{c} }
+
+type controlConn struct{ c *Control }
+
+func (cc controlConn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
+	c := cc.c
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case buf := <-c.in:
+		n := copy(b, buf)
+		c.free <- buf[:cap(buf)]
+		return n, nil
+	case <-t.C:
+		return 0, pppoe.ErrTimeout
+	case <-c.closed:
+		return 0, pppoe.ErrClosed
+	}
+}
+
+func (cc controlConn) WriteFrame(b []byte) error { return cc.c.e.Send(ToWAN, b) }
+
+func (cc controlConn) HardwareAddr() [6]byte { return cc.c.cfg.WANMAC }
+
+func (cc controlConn) Close() error {
+	cc.c.once.Do(func() { close(cc.c.closed) })
+	return nil
+}
