@@ -257,12 +257,12 @@ func (e *Engine) Totals() Counters {
 type Dir uint8
 
 const (
-	FromLAN   Dir = iota // exceptions from the LAN side (Ethernet frame)
-	FromWAN              // control frames steered off the WAN (Ethernet frame)
-	FromWANIP            // decapsulated IPv4 for the router itself (NAT Local)
-	Unresolved           // Ethernet+IPv4 for a LAN host whose MAC is unknown
-	ToWAN              // frame to send on the WAN
-	ToLAN              // frame to send on the LAN
+	FromLAN    Dir = iota // exceptions from the LAN side (Ethernet frame)
+	FromWAN               // control frames steered off the WAN (Ethernet frame)
+	FromWANIP             // decapsulated IPv4 for the router itself (NAT Local)
+	Unresolved            // Ethernet+IPv4 for a LAN host whose MAC is unknown
+	ToWAN                 // frame to send on the WAN
+	ToLAN                 // frame to send on the LAN
 )
 
 // PollControl hands every pending control (WAN) and exception (LAN) frame
