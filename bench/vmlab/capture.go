@@ -109,8 +109,9 @@ func (c *Capture) Stop() error {
 // PcapReport is tshark's view of a capture.
 type PcapReport struct {
 	Frames int
-	// Protocols counts frames by their innermost dissected protocol
-	// (e.g. "pppoed", "lcp", "chap", "pap", "ipcp", "icmp").
+	// Protocols counts the frames each protocol appears in, as tshark's
+	// frame.protocols names them (e.g. "eth", "pppoed", "pppoes", "lcp",
+	// "chap", "pap", "ipcp", "icmp").
 	Protocols map[string]int
 	// Problems lists frames tshark found malformed, flagged with an
 	// error-level expert message, or could not dissect (payload left as
@@ -118,7 +119,7 @@ type PcapReport struct {
 	Problems []string
 }
 
-// Has reports whether any frame's innermost protocol is proto.
+// Has reports whether any frame contains proto.
 func (r *PcapReport) Has(proto string) bool { return r.Protocols[proto] > 0 }
 
 func (r *PcapReport) String() string {
@@ -154,6 +155,12 @@ func DecodePcap(ctx context.Context, path string) (*PcapReport, error) {
 	return parseTsharkFields(out)
 }
 
+// payloadCarrier are protocols whose payload tshark shows as "data"
+// when no application dissector claims it: ICMP echo data, UDP/TCP
+// payload. "data" after anything else (Ethernet, PPPoE, PPP) means an
+// unknown frame.
+var payloadCarrier = map[string]bool{"icmp": true, "udp": true, "tcp": true, "icmpv6": true}
+
 // tsharkSevError is the value tshark prints for _ws.expert.severity of an
 // error-level expert item (PI_ERROR, 0x00800000).
 const tsharkSevError = 8388608
@@ -173,16 +180,19 @@ func parseTsharkFields(out []byte) (*PcapReport, error) {
 		}
 		r.Frames++
 		protos := strings.Split(f[1], ":")
-		inner := protos[len(protos)-1]
-		r.Protocols[inner]++
 		var why []string
-		for _, p := range protos {
-			if p == "_ws.malformed" || p == "_ws.short" {
-				why = append(why, p)
+		seen := map[string]bool{}
+		for i, p := range protos {
+			if !seen[p] {
+				seen[p] = true
+				r.Protocols[p]++
 			}
-		}
-		if inner == "data" {
-			why = append(why, "undissected payload")
+			switch {
+			case p == "_ws.malformed" || p == "_ws.short":
+				why = append(why, p)
+			case p == "data" && (i == 0 || !payloadCarrier[protos[i-1]]):
+				why = append(why, "undissected payload after "+strings.Join(protos[:i], ":"))
+			}
 		}
 		if len(f) >= 4 && f[2] != "" {
 			sevs, msgs := strings.Split(f[2], ";"), strings.Split(f[3], ";")

@@ -25,7 +25,7 @@ var guestFiles embed.FS
 
 // imageFormat changes whenever the image layout or contents change, so a
 // stale cache is rebuilt rather than used.
-const imageFormat = "vmlab-image-1"
+const imageFormat = "vmlab-image-2"
 
 // basePackages are installed into the initramfs; Depends on lib* packages
 // are followed from them (see libClosure). The kernel package is resolved
@@ -288,6 +288,11 @@ func writeGuestFiles(root string) error {
 		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
 			return err
 		}
+	}
+	// pppd runs pty/connect scripts (pppoe-server's user-mode relay) with
+	// /bin/sh -c and exits 99 when there is none.
+	if err := os.Symlink("bash", filepath.Join(root, "bin", "sh")); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
 	}
 	for src, dst := range map[string]string{"guest/init": "init", "guest/init.sh": "vmlab/init.sh"} {
 		b, err := guestFiles.ReadFile(src)

@@ -67,7 +67,7 @@ func newLab(t *testing.T) (*Netns, *VM) {
 // malformed or undissected frame fails the test.
 func startCapture(t *testing.T, ns *Netns, tap string, check func(*PcapReport)) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), t.Name()+".pcap")
+	path := filepath.Join(t.TempDir(), "capture.pcap")
 	c, err := StartCapture(context.Background(), ns.Name, tap, path)
 	if err != nil {
 		t.Fatal(err)
@@ -82,13 +82,17 @@ func startCapture(t *testing.T, ns *Netns, tap string, check func(*PcapReport)) 
 		t.Logf("capture %s", r)
 		if len(r.Problems) > 0 {
 			t.Errorf("capture has malformed or unknown frames:\n%s", strings.Join(r.Problems, "\n"))
-			if dir := os.Getenv("VMLAB_KEEP_PCAP"); dir != "" {
-				b, _ := os.ReadFile(path)
-				_ = os.WriteFile(filepath.Join(dir, filepath.Base(path)), b, 0o644)
-			}
 		}
 		if check != nil {
 			check(r)
+		}
+		// VMLAB_PCAP_DIR keeps every capture (e.g. as CI artifacts).
+		if dir := os.Getenv("VMLAB_PCAP_DIR"); dir != "" {
+			b, _ := os.ReadFile(path)
+			name := strings.ReplaceAll(t.Name(), "/", "_") + ".pcap"
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Errorf("keeping capture: %v", err)
+			}
 		}
 	})
 }

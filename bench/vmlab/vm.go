@@ -24,9 +24,13 @@ type NIC struct {
 	// Tap is the tap device's name in the namespace. Start creates it
 	// (and Close deletes it) unless it already exists.
 	Tap string
-	// MAC is the guest interface's address; zero picks 52:54:00:12:34:5n.
+	// MAC is the guest interface's address; zero picks DefaultMAC.
 	MAC [6]byte
 }
+
+// DefaultMAC is the MAC of the guest's i-th NIC when NIC.MAC is zero:
+// 52:54:00:12:34:56 for eth0, ...:57 for eth1.
+func DefaultMAC(i int) [6]byte { return [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, byte(0x56 + i)} }
 
 // Options configure Start. Only Netns is required.
 type Options struct {
@@ -146,7 +150,7 @@ func (v *VM) start(ctx context.Context) error {
 		}
 		mac := n.MAC
 		if mac == ([6]byte{}) {
-			mac = [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, byte(0x56 + i)}
+			mac = DefaultMAC(i)
 		}
 		args = append(args,
 			"-netdev", fmt.Sprintf("tap,id=n%d,ifname=%s,script=no,downscript=no", i, n.Tap),

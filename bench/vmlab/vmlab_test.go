@@ -125,22 +125,25 @@ func TestParseTsharkFields(t *testing.T) {
 	out := "1|eth:ethertype:pppoed||\n" +
 		"2|eth:ethertype:pppoes:ppp:lcp|8388608|Malformed Packet (Exception occurred)\n" +
 		"3|eth:ethertype:pppoes:ppp:data||\n" +
-		"4|eth:ethertype:pppoes:ppp:ip:icmp|4194304;2097152|Echo reply;Sequence number\n" +
-		"5|eth:ethertype:pppoes:ppp:chap||\n"
+		"4|eth:ethertype:pppoes:ppp:ip:icmp:data|4194304;2097152|Echo reply;Sequence number\n" +
+		"5|eth:ethertype:pppoes:ppp:chap||\n" +
+		"6|eth:ethertype:data||\n"
 	r, err := parseTsharkFields([]byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Frames != 5 {
-		t.Errorf("Frames = %d, want 5", r.Frames)
+	if r.Frames != 6 {
+		t.Errorf("Frames = %d, want 6", r.Frames)
 	}
-	wantProto := map[string]int{"pppoed": 1, "lcp": 1, "data": 1, "icmp": 1, "chap": 1}
+	wantProto := map[string]int{"eth": 6, "ethertype": 6, "pppoed": 1, "pppoes": 4, "ppp": 4,
+		"lcp": 1, "data": 3, "ip": 1, "icmp": 1, "chap": 1}
 	if !reflect.DeepEqual(r.Protocols, wantProto) {
 		t.Errorf("Protocols = %v, want %v", r.Protocols, wantProto)
 	}
-	if len(r.Problems) != 2 || !strings.HasPrefix(r.Problems[0], "frame 2:") ||
-		!strings.Contains(r.Problems[0], "Malformed") || !strings.HasPrefix(r.Problems[1], "frame 3:") {
-		t.Errorf("Problems = %q, want frames 2 (malformed) and 3 (undissected)", r.Problems)
+	if len(r.Problems) != 3 || !strings.HasPrefix(r.Problems[0], "frame 2:") ||
+		!strings.Contains(r.Problems[0], "Malformed") || !strings.HasPrefix(r.Problems[1], "frame 3:") ||
+		!strings.HasPrefix(r.Problems[2], "frame 6:") {
+		t.Errorf("Problems = %q, want frames 2 (malformed), 3 and 6 (undissected)", r.Problems)
 	}
 	if _, err := parseTsharkFields(nil); err == nil {
 		t.Error("empty capture: want an error")

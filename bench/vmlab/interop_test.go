@@ -1,0 +1,550 @@
+package vmlab
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/rawsock"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// Interop tests against real PPP implementations running in the lab VM:
+// the kernel's ppp_generic/pppoe, pppd 2.4.9 with rp-pppoe.so, and
+// rp-pppoe 3.15's pppoe-server.
+
+func ip4(a, b, c, d byte) uint32 { return uint32(a)<<24 | uint32(b)<<16 | uint32(c)<<8 | uint32(d) }
+
+func ipString(a uint32) string {
+	return fmt.Sprintf("%d.%d.%d.%d", byte(a>>24), byte(a>>16), byte(a>>8), byte(a))
+}
+
+// icmpEcho builds an IPv4 ICMP echo request (typ 8) or reply (typ 0).
+func icmpEcho(src, dst uint32, typ uint8, id, seq uint16, payload []byte) []byte {
+	b := make([]byte, 20+8+len(payload))
+	b[0], b[8], b[9] = 0x45, 64, 1
+	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+	binary.BigEndian.PutUint32(b[12:], src)
+	binary.BigEndian.PutUint32(b[16:], dst)
+	hdr.IPv4(b).ComputeChecksum()
+	m := b[20:]
+	m[0] = typ
+	binary.BigEndian.PutUint16(m[4:], id)
+	binary.BigEndian.PutUint16(m[6:], seq)
+	copy(m[8:], payload)
+	binary.BigEndian.PutUint16(m[2:], hdr.Checksum(m, 0))
+	return b
+}
+
+type echoMsg struct {
+	src, dst uint32
+	typ      uint8
+	id, seq  uint16
+	payload  string
+}
+
+// parseEcho decodes an ICMP echo request/reply, verifying both checksums.
+func parseEcho(ip []byte) (echoMsg, bool) {
+	v := hdr.IPv4(ip)
+	if !v.IsValid() || v.Protocol() != 1 || !v.HeaderChecksumOK() || v.IsFragment() {
+		return echoMsg{}, false
+	}
+	m := v.Payload()
+	if len(m) < 8 || (m[0] != 0 && m[0] != 8) || hdr.Fold(hdr.Sum(m, 0)) != 0xffff {
+		return echoMsg{}, false
+	}
+	return echoMsg{v.Src(), v.Dst(), m[0], binary.BigEndian.Uint16(m[4:]),
+		binary.BigEndian.Uint16(m[6:]), string(m[8:])}, true
+}
+
+// padFrame pads an Ethernet frame to the 60-byte minimum, as a NIC does
+// on the wire; a tap does not.
+func padFrame(b []byte) []byte {
+	if len(b) >= 60 {
+		return b
+	}
+	return append(append([]byte(nil), b...), make([]byte, 60-len(b))...)
+}
+
+// echoReplyTo turns a request into its reply.
+func echoReplyTo(ip []byte) []byte {
+	e, _ := parseEcho(ip)
+	return icmpEcho(e.dst, e.src, 0, e.id, e.seq, []byte(e.payload))
+}
+
+// pingOK checks busybox ping's summary for at least min replies.
+func pingReceived(out string) int {
+	m := regexp.MustCompile(`(\d+) packets received`).FindStringSubmatch(out)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// waitFor polls cond every 100 ms until it holds or d passes.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+const (
+	brasUser, brasPass = "alice", "s3cret pass"
+	brasLocal          = "10.99.0.1"
+)
+
+var (
+	brasPeer = ip4(10, 99, 0, 1)
+	brasPool = [2]uint32{ip4(10, 99, 0, 10), ip4(10, 99, 0, 13)}
+	brasDNS  = [2]uint32{ip4(10, 99, 0, 53), ip4(10, 99, 0, 54)}
+)
+
+// TestIntegrationRealBRAS runs pppfwd's client against rp-pppoe's
+// pppoe-server and pppd in the VM, with CHAP then PAP: session up, IPCP
+// address and DNS learned, ICMP both ways, LCP echoes answered, the server
+// hanging up (pppd terminated: LCP Terminate + PADT; pppd killed: bare
+// PADT) and the client reconnecting, and the client's own shutdown ending
+// the server's session.
+func TestIntegrationRealBRAS(t *testing.T) {
+	requireLab(t, true)
+	ns, vm := newLab(t)
+	startCapture(t, ns, "vmtap0", func(r *PcapReport) {
+		for _, p := range []string{"pppoed", "lcp", "chap", "pap", "ipcp", "icmp"} {
+			if !r.Has(p) {
+				t.Errorf("capture has no %s frame", p)
+			}
+		}
+	})
+	secrets := fmt.Sprintf("%s * \"%s\" *\n", brasUser, brasPass)
+	for _, f := range []string{"/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets"} {
+		if err := vm.WriteFile(f, []byte(secrets), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		auth    pppoe.AuthProto
+		require string
+	}{
+		{"CHAP", pppoe.AuthCHAPMD5, "require-chap"},
+		{"PAP", pppoe.AuthPAP, "require-pap"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testRealBRAS(t, ns, vm, tc.auth, tc.require) })
+	}
+}
+
+func testRealBRAS(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto, require string) {
+	opts := strings.Join([]string{require, "lcp-echo-interval 1", "lcp-echo-failure 10",
+		"ms-dns " + ipString(brasDNS[0]), "ms-dns " + ipString(brasDNS[1]),
+		"debug", "logfile /var/log/pppd.log", ""}, "\n")
+	if err := vm.WriteFile("/etc/ppp/pppoe-server-options", []byte(opts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vm.Run("killall pppoe-server pppd pppoe 2>/dev/null; sleep 0.5; rm -f /var/log/pppd.log; " +
+		"pppoe-server -I eth0 -C vmlab-bras -L " + brasLocal + " -R " + ipString(brasPool[0]) +
+		" -N 4 -O /etc/ppp/pppoe-server-options"); err != nil {
+		t.Fatal(err)
+	}
+	conn := openRaw(t, ns, "vmtap0", 0x8863, 0x8864)
+	data := openRaw(t, ns, "vmtap0", 0x8864)
+	delivered := make(chan []byte, 64)
+	client := pppoe.NewClient(pppoe.ClientConfig{
+		Username: brasUser, Password: brasPass, Auth: pppoe.AuthAny,
+		EchoInterval: time.Second, EchoFailures: 10,
+		HoldoffDelay: 200 * time.Millisecond, MaxHoldoff: time.Second,
+		Deliver: func(ip []byte) {
+			select {
+			case delivered <- append([]byte(nil), ip...):
+			default:
+			}
+		},
+		Logf: t.Logf,
+	}, conn, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- client.Run(ctx) }()
+	var stopOnce sync.Once
+	stop := func() error {
+		var err error
+		stopOnce.Do(func() {
+			cancel()
+			select {
+			case err = <-runErr:
+			case <-time.After(10 * time.Second):
+				err = errors.New("client Run did not return 10 s after cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := vm.Run("tail -n 80 /var/log/pppd.log; grep -i pppoe /var/log/messages | tail -n 20; " +
+				"ip -s link show; ip addr; ip route; grep -E '^(Ip|Icmp):' /proc/net/snmp")
+			t.Logf("pppd (server) log:\n%s", out)
+		}
+	})
+
+
+	// Session up with everything IPCP gave us.
+	var s *pppoe.Session
+	if !waitFor(90*time.Second, func() bool { s = client.Session(); return s != nil }) {
+		t.Fatalf("no session after 90 s; status %+v", client.Status())
+	}
+	st := client.Status()
+	t.Logf("session %#04x up: local %s peer %s dns %s,%s mtu %d auth %v",
+		s.ID, ipString(s.LocalAddr), ipString(s.PeerAddr), ipString(s.DNS[0]), ipString(s.DNS[1]), s.MTU, st.AuthProto)
+	if st.AuthProto != auth {
+		t.Errorf("authenticated with %v, server required %v", st.AuthProto, auth)
+	}
+	if s.LocalAddr < brasPool[0] || s.LocalAddr > brasPool[1] {
+		t.Errorf("local address %s outside the server's pool", ipString(s.LocalAddr))
+	}
+	if s.PeerAddr != brasPeer {
+		t.Errorf("peer address %s, want %s", ipString(s.PeerAddr), brasLocal)
+	}
+	if s.DNS != brasDNS {
+		t.Errorf("DNS %s,%s, want %s,%s", ipString(s.DNS[0]), ipString(s.DNS[1]), ipString(brasDNS[0]), ipString(brasDNS[1]))
+	}
+	if s.MTU != 1492 {
+		t.Errorf("MTU %d, want 1492", s.MTU)
+	}
+	if s.PeerMAC != DefaultMAC(0) || s.LocalMAC != conn.HardwareAddr() {
+		t.Errorf("session MACs local %x peer %x", s.LocalMAC, s.PeerMAC)
+	}
+	if st.ACName != "vmlab-bras" {
+		t.Errorf("AC-Name %q, want vmlab-bras", st.ACName)
+	}
+
+	// Client -> pppd: echo requests built with Session.Encap on a second
+	// socket; replies decapsulated with Session.Decap, and also seen by
+	// the client's Deliver.
+	// pppd may still be bringing ppp0 up (ip-up) when its IPCP is open,
+	// so the first request is retried once a second.
+	buf := make([]byte, 2048)
+	f := nic.NewFrame()
+	for seq := uint16(1); seq <= 3; seq++ {
+		payload := fmt.Sprintf("pppfwd-%d", seq)
+		got := false
+		for try := 0; try < 10 && !got; try++ {
+			f.SetData(icmpEcho(s.LocalAddr, s.PeerAddr, 8, 0x4242, seq, []byte(payload)))
+			if !s.Encap(f) {
+				t.Fatal("Encap: no headroom")
+			}
+			if err := data.WriteFrame(padFrame(f.Data())); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(time.Second)
+			for !got && time.Now().Before(deadline) {
+				n, err := data.ReadFrame(buf, time.Until(deadline))
+				if errors.Is(err, rawsock.ErrTimeout) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.SetData(buf[:n])
+				if s.Decap(f) != pppoe.DecapIPv4 {
+					continue
+				}
+				e, ok := parseEcho(f.Data())
+				got = ok && e.typ == 0 && e.id == 0x4242 && e.seq == seq && e.payload == payload &&
+					e.src == s.PeerAddr && e.dst == s.LocalAddr
+			}
+		}
+		if !got {
+			t.Fatalf("no echo reply %d from pppd's %s", seq, brasLocal)
+		}
+	}
+	if !waitFor(5*time.Second, func() bool {
+		for {
+			select {
+			case ip := <-delivered:
+				if e, ok := parseEcho(ip); ok && e.typ == 0 && e.id == 0x4242 {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}) {
+		t.Error("client's Deliver never received an echo reply")
+	}
+
+	// pppd -> client: the VM pings our address; the test answers through
+	// Deliver and Client.SendIPv4.
+	respond, respondDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(respondDone)
+		for {
+			select {
+			case <-respond:
+				return
+			case ip := <-delivered:
+				if e, ok := parseEcho(ip); ok && e.typ == 8 && e.dst == s.LocalAddr {
+					if err := client.SendIPv4(echoReplyTo(ip)); err != nil {
+						t.Errorf("SendIPv4: %v", err)
+					}
+				}
+			}
+		}
+	}()
+	out, err := vm.Run("ping -c 3 -W 5 " + ipString(s.LocalAddr))
+	close(respond)
+	<-respondDone
+	if n := pingReceived(out); err != nil || n < 2 {
+		t.Errorf("ping from the VM: %v, %d replies:\n%s", err, n, out)
+	}
+
+	// LCP echoes both ways: pppd's (lcp-echo-interval 1) answered by us,
+	// ours answered by pppd.
+	if !waitFor(10*time.Second, func() bool {
+		st := client.Status()
+		return st.Counters.EchoReplies > 0 && st.EchoRTT > 0
+	}) {
+		t.Errorf("no LCP echo reply from pppd: %+v", client.Status().Counters)
+	}
+	if out, err := vm.Run("grep -c 'rcvd \\[LCP EchoRep' /var/log/pppd.log"); err != nil {
+		t.Errorf("pppd logged no LCP Echo-Reply from the client: %v %s", err, out)
+	}
+
+	// The server hangs up, twice: SIGTERM (LCP Terminate-Request, then the
+	// pppoe relay sends PADT) and SIGKILL (no Terminate: only the relay's
+	// PADT). The client must come back each time.
+	for i, sig := range []string{"TERM", "KILL"} {
+		old := client.Session()
+		before := client.Status().Counters
+		if out, err := vm.Run("kill -" + sig + " $(pidof pppd)"); err != nil {
+			t.Fatalf("kill -%s pppd: %v %s", sig, err, out)
+		}
+		var ns *pppoe.Session
+		if !waitFor(60*time.Second, func() bool {
+			ns = client.Session()
+			return ns != nil && ns != old && ns.ID != old.ID
+		}) {
+			t.Fatalf("SIG%s: client did not reconnect within 60 s; status %+v", sig, client.Status())
+		}
+		after := client.Status().Counters
+		t.Logf("after SIG%s: session %#04x, counters PADT rx %d, reconnects %d, sessions up %d", sig, ns.ID,
+			after.PADTReceived, after.Reconnects, after.SessionsUp)
+		if after.SessionsUp != before.SessionsUp+1 {
+			t.Errorf("SIG%s: SessionsUp %d -> %d, want one more", sig, before.SessionsUp, after.SessionsUp)
+		}
+		if sig == "KILL" && after.PADTReceived <= before.PADTReceived {
+			t.Errorf("SIG%s: no PADT counted (%d -> %d)", sig, before.PADTReceived, after.PADTReceived)
+		}
+		_ = i
+	}
+
+	// Our shutdown (LCP Terminate + PADT) ends the server's session.
+	if err := stop(); err != nil {
+		t.Fatalf("client Run: %v", err)
+	}
+	if client.Status().Counters.PADTSent == 0 {
+		t.Error("client sent no PADT on shutdown")
+	}
+	if !waitFor(15*time.Second, func() bool { _, err := vm.Run("pidof pppd"); return err != nil }) {
+		t.Error("server's pppd still running 15 s after the client shut down")
+	}
+}
+
+const (
+	acUser, acPass = "bob", "pw-bob"
+)
+
+var (
+	acLocal = ip4(10, 98, 0, 1)
+	acPool  = [2]uint32{ip4(10, 98, 0, 10), ip4(10, 98, 0, 19)}
+	acDNS   = [2]uint32{ip4(10, 98, 0, 53), ip4(10, 98, 0, 54)}
+)
+
+// TestIntegrationRealClient runs pppfwd's access concentrator on the tap
+// against the kernel pppd client (rp-pppoe.so plugin) in the VM, with CHAP
+// then PAP: session up, address and DNS assigned, ping both ways, and the
+// AC's shutdown ending pppd's session.
+func TestIntegrationRealClient(t *testing.T) {
+	requireLab(t, true)
+	ns, vm := newLab(t)
+	startCapture(t, ns, "vmtap0", func(r *PcapReport) {
+		for _, p := range []string{"pppoed", "lcp", "chap", "pap", "ipcp", "icmp"} {
+			if !r.Has(p) {
+				t.Errorf("capture has no %s frame", p)
+			}
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		auth pppoe.AuthProto
+	}{
+		{"CHAP", pppoe.AuthCHAPMD5},
+		{"PAP", pppoe.AuthPAP},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testRealClient(t, ns, vm, tc.auth) })
+	}
+}
+
+func testRealClient(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto) {
+	conn := openRaw(t, ns, "vmtap0", 0x8863, 0x8864)
+	delivered := make(chan []byte, 64)
+	srv := pppoe.NewServer(pppoe.ServerConfig{
+		ACName: "pppfwd-ac", Auth: auth, Users: map[string]string{acUser: acPass},
+		LocalAddr: acLocal, PoolFirst: acPool[0], PoolLast: acPool[1], DNS: acDNS,
+		EchoInterval: time.Second, EchoFailures: 10,
+		Deliver: func(_ pppoe.SessionInfo, ip []byte) {
+			select {
+			case delivered <- append([]byte(nil), ip...):
+			default:
+			}
+		},
+		Logf: t.Logf,
+	}, conn)
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- srv.Run(ctx) }()
+	var stopOnce sync.Once
+	stop := func() error {
+		var err error
+		stopOnce.Do(func() {
+			cancel()
+			select {
+			case err = <-runErr:
+			case <-time.After(10 * time.Second):
+				err = errors.New("server Run did not return 10 s after cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := vm.Run("tail -n 80 /var/log/pppc.log")
+			t.Logf("pppd (client) log:\n%s", out)
+		}
+		_, _ = vm.Run("killall pppd 2>/dev/null; sleep 0.5; true")
+	})
+
+	if _, err := vm.Run("rm -f /var/log/pppc.log /etc/ppp/resolv.conf; " +
+		"pppd plugin rp-pppoe.so nic-eth0 user " + acUser + " password " + acPass +
+		" noauth noipdefault usepeerdns nodefaultroute lcp-echo-interval 1 lcp-echo-failure 10" +
+		" debug logfile /var/log/pppc.log nodetach >/dev/null 2>&1 &"); err != nil {
+		t.Fatal(err)
+	}
+	// Up on both sides.
+	addrRe := regexp.MustCompile(`inet (\d+\.\d+\.\d+\.\d+) peer (\d+\.\d+\.\d+\.\d+)`)
+	var m []string
+	if !waitFor(90*time.Second, func() bool {
+		out, err := vm.Run("ip -4 addr show dev ppp0")
+		m = addrRe.FindStringSubmatch(out)
+		return err == nil && m != nil
+	}) {
+		t.Fatalf("pppd's ppp0 got no address in 90 s; AC counters %+v", srv.Counters())
+	}
+	var info pppoe.SessionInfo
+	if !waitFor(5*time.Second, func() bool {
+		ss := srv.Sessions()
+		if len(ss) == 1 && ss[0].Up {
+			info = ss[0]
+			return true
+		}
+		return false
+	}) {
+		t.Fatalf("AC sessions %+v, want one up", srv.Sessions())
+	}
+	t.Logf("pppd's ppp0: %s peer %s; AC session %#04x user %q addr %s", m[1], m[2], info.ID, info.User, ipString(info.Addr))
+	if m[1] != ipString(info.Addr) || info.Addr < acPool[0] || info.Addr > acPool[1] {
+		t.Errorf("pppd has %s, AC assigned %s from pool %s-%s", m[1], ipString(info.Addr), ipString(acPool[0]), ipString(acPool[1]))
+	}
+	if m[2] != ipString(acLocal) {
+		t.Errorf("pppd's peer %s, want %s", m[2], ipString(acLocal))
+	}
+	if info.User != acUser || info.PeerMAC != DefaultMAC(0) {
+		t.Errorf("AC session user %q peer %x", info.User, info.PeerMAC)
+	}
+	out, _ := vm.Run("cat /etc/ppp/resolv.conf")
+	for _, d := range acDNS {
+		if !strings.Contains(out, "nameserver "+ipString(d)) {
+			t.Errorf("pppd did not learn DNS %s: %q", ipString(d), out)
+		}
+	}
+	if out, _ := vm.Run("grep -E 'CHAP authentication succeeded|PAP authentication succeeded' /var/log/pppc.log"); !strings.Contains(out, map[pppoe.AuthProto]string{pppoe.AuthCHAPMD5: "CHAP", pppoe.AuthPAP: "PAP"}[auth]) {
+		t.Errorf("pppd did not log %v success: %q", auth, out)
+	}
+
+	// VM -> AC: pppd's kernel pings the AC's address; the test answers
+	// through Deliver and Server.SendIPv4. AC -> VM: Server.SendIPv4 to
+	// the client's address, the guest kernel answers.
+	respond, respondDone := make(chan struct{}), make(chan struct{})
+	replies := make(chan echoMsg, 16)
+	go func() {
+		defer close(respondDone)
+		for {
+			select {
+			case <-respond:
+				return
+			case ip := <-delivered:
+				e, ok := parseEcho(ip)
+				switch {
+				case ok && e.typ == 8 && e.dst == acLocal:
+					if err := srv.SendIPv4(echoReplyTo(ip)); err != nil {
+						t.Errorf("SendIPv4: %v", err)
+					}
+				case ok && e.typ == 0:
+					replies <- e
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(respond)
+		<-respondDone
+	}()
+	out, err := vm.Run("ping -c 3 -W 5 " + ipString(acLocal))
+	if n := pingReceived(out); err != nil || n < 2 {
+		t.Errorf("ping from pppd's side: %v, %d replies:\n%s", err, n, out)
+	}
+	for seq := uint16(1); seq <= 3; seq++ {
+		if err := srv.SendIPv4(icmpEcho(acLocal, info.Addr, 8, 0x5151, seq, []byte("from-ac"))); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-replies:
+			if e.id != 0x5151 || e.seq != seq || e.src != info.Addr || e.payload != "from-ac" {
+				t.Errorf("unexpected echo reply %+v", e)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no echo reply %d from pppd's side", seq)
+		}
+	}
+	if c := srv.Counters(); c.IPv4In < 3 || c.IPv4Out < 3 {
+		t.Errorf("AC counters IPv4 in %d out %d, want >= 3 each", c.IPv4In, c.IPv4Out)
+	}
+	if out, err := vm.Run("grep -c 'rcvd \\[LCP EchoRep' /var/log/pppc.log"); err != nil {
+		t.Errorf("pppd logged no LCP Echo-Reply from the AC: %v %s", err, out)
+	}
+
+	// The AC's shutdown (LCP Terminate + PADT) ends pppd.
+	if err := stop(); err != nil {
+		t.Fatalf("server Run: %v", err)
+	}
+	if !waitFor(15*time.Second, func() bool { _, err := vm.Run("pidof pppd"); return err != nil }) {
+		out, _ := vm.Run("tail -n 5 /var/log/pppc.log")
+		t.Errorf("pppd still running 15 s after the AC shut down:\n%s", out)
+	}
+}
