@@ -199,10 +199,20 @@ func openSock(ifname string, ifindex, q int, o Options, zc ZeroCopy) (*sock, *xs
 	if !o.NoNeedWakeup {
 		flags |= unix.XDP_USE_NEED_WAKEUP
 	}
-	if err := unix.Bind(fd, &unix.SockaddrXDP{Flags: flags, Ifindex: uint32(ifindex), QueueID: uint32(q)}); err != nil {
+	sa := &unix.SockaddrXDP{Flags: flags, Ifindex: uint32(ifindex), QueueID: uint32(q)}
+	err = unix.Bind(fd, sa)
+	// A socket closed just before on the same queue is torn down
+	// asynchronously by the kernel: EBUSY for a short while.
+	for try := 0; errors.Is(err, unix.EBUSY) && try < 100; try++ {
+		time.Sleep(10 * time.Millisecond)
+		err = unix.Bind(fd, sa)
+	}
+	if err != nil {
 		switch {
 		case zc == ZeroCopyOn && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
 			return s, nil, fmt.Errorf("afxdp: bind %s queue %d: %w: %w", ifname, q, ErrZeroCopy, err)
+		case errors.Is(err, unix.EBUSY):
+			return s, nil, fmt.Errorf("afxdp: bind %s queue %d: %w (another AF_XDP socket owns the queue)", ifname, q, err)
 		case errors.Is(err, unix.EINVAL):
 			return s, nil, fmt.Errorf("afxdp: bind %s queue %d: %w (does the interface have that many queues?)", ifname, q, err)
 		}

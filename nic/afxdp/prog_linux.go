@@ -57,9 +57,13 @@ func programInsns(mapFD int, etherTypes []uint16) asm.Instructions {
 		asm.Mov.Imm(asm.R3, xdpPass),
 		asm.FnRedirectMap.Call(),
 		asm.Return(),
-		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
-		asm.Return(),
 	)
+	if len(etherTypes) > 0 {
+		insns = append(insns,
+			asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
+			asm.Return(),
+		)
+	}
 	return insns
 }
 
