@@ -433,8 +433,19 @@ func TestIntegrationAFXDPErrors(t *testing.T) {
 		t.Errorf("second port on %s: no error", ln.RA)
 	}
 	t.Logf("second port: %v", err)
-	// Closed ports refuse work; Wait returns.
+	// Close wakes a blocked Wait; closed ports refuse work.
+	woke := make(chan error)
+	go func() { woke <- p.Wait(0, 10*time.Second) }()
+	time.Sleep(50 * time.Millisecond)
 	p.Close()
+	select {
+	case err := <-woke:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("wait during close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake Wait")
+	}
 	if _, err := p.Recv(0, nic.NewFrames(1)); !errors.Is(err, ErrClosed) {
 		t.Errorf("recv after close: %v", err)
 	}
@@ -516,4 +527,39 @@ func benchForward(b *testing.B, size int) {
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "pps")
 	b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/pkt")
+}
+
+// TestIntegrationAFXDPVethQueues documents the veth rule: native XDP needs
+// at least as many RX queues as the peer has TX queues. ModeNative fails
+// with ErrXDPRefused, ModeAuto falls back to generic and works.
+func TestIntegrationAFXDPVethQueues(t *testing.T) {
+	lab := nettest.NewLab(t)
+	ns, err := lab.NewNS("vq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := ns.Exec("ip", "link", "add", "x0", "numtxqueues", "2", "numrxqueues", "2", "type", "veth",
+		"peer", "name", "x1", "numtxqueues", "1", "numrxqueues", "1"); err != nil {
+		t.Fatalf("ip link add: %v: %s", err, out)
+	}
+	for _, ifn := range []string{"x0", "x1"} {
+		if err := ns.SetUp(ifn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = ns.Do(func() error {
+		p, err := Open("x1", Options{Mode: ModeNative, Queues: 1, RingSize: 64})
+		if err == nil {
+			p.Close()
+		}
+		return err
+	})
+	if !errors.Is(err, ErrXDPRefused) {
+		t.Fatalf("native XDP on x1 (1 RX queue, peer 2 TX): %v, want ErrXDPRefused", err)
+	}
+	t.Logf("native: %v", err)
+	p := openPort(t, ns, "x1", Options{Mode: ModeAuto, Queues: 1, RingSize: 64})
+	if p.Mode() != ModeGeneric {
+		t.Fatalf("auto mode picked %v, want generic", p.Mode())
+	}
 }

@@ -17,7 +17,12 @@ func (portSys) kernelRxDrops() uint64 { return 0 }
 var errGOOS = fmt.Errorf("afxdp: AF_XDP on %s: %w", runtime.GOOS, nic.ErrNotSupported)
 
 // Open fails: AF_XDP exists only on Linux.
-func Open(ifname string, o Options) (*Port, error) { return nil, errGOOS }
+func Open(ifname string, o Options) (*Port, error) {
+	if _, err := o.withDefaults(); err != nil {
+		return nil, err
+	}
+	return nil, errGOOS
+}
 
 // Wait fails: AF_XDP exists only on Linux.
 func (p *Port) Wait(q int, timeout time.Duration) error { return errGOOS }

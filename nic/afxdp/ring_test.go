@@ -28,6 +28,7 @@ type simKernel struct {
 	rx, tx     descRing
 	budget     int      // frames per TX kick (0: unlimited)
 	stallTX    bool     // kickTX takes nothing
+	stallAgain bool     // and says EAGAIN
 	sent       [][]byte // frames "transmitted"
 	txKicks    int
 	rxKicks    int
@@ -112,6 +113,9 @@ func (k *simKernel) postRaw(d desc) {
 func (k *simKernel) kickTX() int {
 	k.txKicks++
 	if k.stallTX {
+		if k.stallAgain {
+			return kickAgain
+		}
 		return kickDone
 	}
 	n := k.tx.consAvail(k.size)
@@ -381,6 +385,12 @@ func TestXSKKicks(t *testing.T) {
 	x.send(frames[:5])
 	if k.txKicks != 9 {
 		t.Fatalf("stalled: kicks %d", k.txKicks)
+	}
+	// So does one that says EAGAIN without taking anything.
+	k.stallAgain = true
+	x.send(frames[:5])
+	if k.txKicks != 10 {
+		t.Fatalf("stalled with EAGAIN: kicks %d", k.txKicks)
 	}
 	// RX kicks only when the fill ring asks.
 	x.recv(frames)
