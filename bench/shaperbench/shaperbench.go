@@ -55,7 +55,7 @@ type Options struct {
 	Load         float64       // bulk load as a multiple of Rate [2]
 	PingInterval time.Duration // [10 ms]
 	PingSize     int           // IP bytes [84]
-	Overhead     string        // CAKE overhead keywords, used by shaper and line [raw]
+	Overhead     string        // CAKE overhead keywords, used by shaper and line ["": Config.Overhead]
 	Poll         time.Duration // worker timer granularity (0: wakes exactly at NextSend)
 	Config       shaper.Config // shaper config (zero: fq_codel defaults)
 	BenchPackets int           // packets for the ns_per_pkt measurement [1<<21]
@@ -78,6 +78,39 @@ type Result struct {
 	PingLossPct   float64 `json:"ping_loss_pct"`
 	PingLossOff   float64 `json:"ping_loss_pct_off"`
 	Pings         int     `json:"pings"`
+
+	// What ran: the path's name ("shaper", "pipeline", or "custom" for a
+	// path that does not report), whether packets went through the
+	// dataplane, and its report of the shaped run.
+	Path        string            `json:"path"`
+	Pipeline    bool              `json:"pipeline"`
+	Direction   string            `json:"direction,omitempty"`
+	Workers     int               `json:"workers,omitempty"`
+	Frames      uint64            `json:"frames"`                   // packets out of the path, shaped run
+	Lost        uint64            `json:"lost"`                     // packets the path dropped, shaped run
+	Drops       map[string]uint64 `json:"pipeline_drops,omitempty"` // the engine's drops by reason, shaped run
+	ShaperDrops uint64            `json:"shaper_drops"`             // FQ-CoDel drops, shaped run
+	InFlight    uint64            `json:"in_flight"`                // packets still in the path at the end, shaped run
+	GoalsMet    bool              `json:"goals_met"`                // see MeetsGoals
+	WallSec     float64           `json:"wall_seconds"`             // real time of both simulated runs
+}
+
+// Goals of issue 5 for the shaper on at 2x load.
+const (
+	GoalP99AddedDelayMs = 10
+	GoalRateErrorPct    = 1
+	GoalNsPerPkt        = 40
+)
+
+// MeetsGoals reports whether r meets the goals. The cost goal is checked
+// against CPU ns/pkt when known (robust on a shared host), else wall.
+func (r Result) MeetsGoals() bool {
+	ns := r.NsPerPkt
+	if r.CPUNsPerPkt > 0 {
+		ns = r.CPUNsPerPkt
+	}
+	return r.P99AddedDelayMs >= 0 && r.P99AddedDelayMs <= GoalP99AddedDelayMs &&
+		r.RateErrorPct <= GoalRateErrorPct && ns <= GoalNsPerPkt && r.PingLossPct == 0
 }
 
 func (o Options) withDefaults() Options {
@@ -129,11 +162,17 @@ func Run(opts Options) (Result, error) {
 	if o.LineRate < o.Rate {
 		return Result{}, fmt.Errorf("shaperbench: line rate %d below shaped rate %d", o.LineRate, o.Rate)
 	}
-	ovh, err := shaper.ParseOverhead(o.Overhead)
-	if err != nil {
+	if o.Overhead != "" {
+		ovh, err := shaper.ParseOverhead(o.Overhead)
+		if err != nil {
+			return Result{}, err
+		}
+		o.Config.Overhead = ovh
+	}
+	if err := o.Config.Validate(); err != nil {
 		return Result{}, err
 	}
-	o.Config.Overhead = ovh
+	t0 := time.Now()
 	on, err := simulate(o, true)
 	if err != nil {
 		return Result{}, err
@@ -154,8 +193,19 @@ func Run(opts Options) (Result, error) {
 		PingLossPct:        on.pingLoss,
 		PingLossOff:        off.pingLoss,
 		Pings:              on.pings,
+		WallSec:            time.Since(t0).Seconds(),
+		Path:               on.report.Name,
+		Pipeline:           on.report.Pipeline,
+		Direction:          on.report.Direction,
+		Workers:            on.report.Workers,
+		Frames:             on.report.Frames,
+		Lost:               on.report.Lost,
+		Drops:              on.report.Drops,
+		ShaperDrops:        on.report.ShaperDrops,
+		InFlight:           on.report.InFlight,
 	}
 	r.NsPerPkt, r.CPUNsPerPkt = Cost(o.Config, o.BenchPackets)
+	r.GoalsMet = r.MeetsGoals()
 	return r, nil
 }
 
@@ -174,6 +224,7 @@ type simResult struct {
 	delays   []int64 // ping added delay, ns
 	pingLoss float64 // percent
 	pings    int
+	report   PathReport
 }
 
 // pool recycles packets without allocating in the loop.
@@ -266,6 +317,18 @@ func simulate(o Options, shaped bool) (simResult, error) {
 		}
 		clk.Set(max(next, now+1))
 	}
+	res.report = PathReport{Name: "custom"}
+	if r, ok := path.(Reporter); ok {
+		res.report = r.Report()
+		if res.report.Err != nil {
+			return simResult{}, res.report.Err
+		}
+	}
+	if c, ok := path.(interface{ Close() error }); ok {
+		if err := c.Close(); err != nil {
+			return simResult{}, err
+		}
+	}
 	res.rate = float64(measured*8) / (float64(end-warm) / 1e9)
 	if res.pings > 0 {
 		res.pingLoss = float64(pingsLost) / float64(res.pings) * 100
@@ -311,14 +374,29 @@ func (p *shaperPath) NextEvent(now int64) int64 {
 	return now
 }
 
-type passPath struct{ q []*Packet }
+type passPath struct {
+	q   []*Packet
+	out uint64
+}
 
 func (p *passPath) Send(_ int64, pk *Packet) { p.q = append(p.q, pk) }
 
 func (p *passPath) Recv(_ int64, out []*Packet) int {
 	n := copy(out, p.q)
 	p.q = p.q[:copy(p.q, p.q[n:])]
+	p.out += uint64(n)
 	return n
+}
+
+// Report implements Reporter.
+func (p *shaperPath) Report() PathReport {
+	st := p.s.Stats()
+	return PathReport{Name: "shaper", Frames: st.Dequeued, Lost: st.Dropped, ShaperDrops: st.Dropped, InFlight: uint64(st.Backlog)}
+}
+
+// Report implements Reporter.
+func (p *passPath) Report() PathReport {
+	return PathReport{Name: "shaper", Frames: p.out, InFlight: uint64(len(p.q))}
 }
 
 func (p *passPath) NextEvent(now int64) int64 {
