@@ -1,0 +1,483 @@
+//go:build linux
+
+package iobench
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pppfwd/pppfwd/bench/pipeline"
+	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/afpacket"
+	"github.com/pppfwd/pppfwd/nic/afxdp"
+	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/nic/pin"
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+// Topo is a nettest Line with the generator's AF_PACKET ports open on A's
+// and B's interfaces.
+type Topo struct {
+	Line         *nettest.Line
+	A, B         *afpacket.Port
+	RAMAC, RBMAC [6]byte
+}
+
+func mac6(s string) ([6]byte, error) {
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		return [6]byte{}, fmt.Errorf("iobench: MAC %q: %v", s, err)
+	}
+	return [6]byte(hw), nil
+}
+
+// NewTopo opens the generator's ports (one queue each) in A and B.
+func NewTopo(ln *nettest.Line) (*Topo, error) {
+	t := &Topo{Line: ln}
+	var err error
+	if t.RAMAC, err = mac6(ln.RAMAC); err != nil {
+		return nil, err
+	}
+	if t.RBMAC, err = mac6(ln.RBMAC); err != nil {
+		return nil, err
+	}
+	cfg := afpacket.Config{Promisc: true}
+	if err := ln.A.Do(func() (err error) { t.A, err = afpacket.Open(ln.AIf, cfg); return }); err != nil {
+		return nil, fmt.Errorf("iobench: generator port in A: %w", err)
+	}
+	if err := ln.B.Do(func() (err error) { t.B, err = afpacket.Open(ln.BIf, cfg); return }); err != nil {
+		t.A.Close()
+		return nil, fmt.Errorf("iobench: generator port in B: %w", err)
+	}
+	return t, nil
+}
+
+// Close closes the generator's ports.
+func (t *Topo) Close() error { return errors.Join(t.A.Close(), t.B.Close()) }
+
+// FwdConfig configures pppfwd in R.
+type FwdConfig struct {
+	Backend string // "afpacket" or "afxdp"
+	Workers int
+	XDPMode afxdp.Mode
+	Shape   shaper.Spec // Rate 0: no shaper
+	Flows   []Flow      // their hosts become the engine's LAN neighbours
+	CPUs    []int       // worker k is pinned to CPUs[k%len]; nil: no pinning
+}
+
+// Forwarder is a running pppfwd engine in R.
+type Forwarder struct {
+	Engine   *dataplane.Engine
+	LAN, WAN nic.Port
+	// XDPMode is the attach mode in use (afxdp only).
+	XDPMode string
+	// Control counts frames the engine handed to the control/exception
+	// path (nothing in these tests should go there).
+	Control uint64
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+}
+
+// ParseXDPMode maps "auto", "native" and "generic" to afxdp modes.
+func ParseXDPMode(s string) (afxdp.Mode, error) {
+	switch s {
+	case "", "auto":
+		return afxdp.ModeAuto, nil
+	case "native":
+		return afxdp.ModeNative, nil
+	case "generic":
+		return afxdp.ModeGeneric, nil
+	}
+	return 0, fmt.Errorf("xdp mode %q: want auto, native or generic", s)
+}
+
+func openPort(backend, ifname string, workers int, mode afxdp.Mode) (nic.Port, string, error) {
+	switch backend {
+	case "afpacket":
+		p, err := afpacket.Open(ifname, afpacket.Config{Queues: workers, Promisc: true})
+		return p, "", err
+	case "afxdp":
+		p, err := afxdp.Open(ifname, afxdp.Options{Queues: workers, Mode: mode})
+		if err != nil {
+			return nil, "", err
+		}
+		return p, p.Mode().String(), nil
+	}
+	return nil, "", fmt.Errorf("iobench: backend %q: want afpacket or afxdp", backend)
+}
+
+// StartForwarder opens pppfwd's LAN port on RA and WAN port on RB inside
+// R, starts an engine with the synthetic PPPoE session and a control
+// goroutine that drains (and counts) exception frames.
+func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
+	if c.Workers <= 0 {
+		c.Workers = 1
+	}
+	ln := t.Line
+	f := &Forwarder{stop: make(chan struct{})}
+	err := ln.R.Do(func() error {
+		var err error
+		if f.LAN, f.XDPMode, err = openPort(c.Backend, ln.RA, c.Workers, c.XDPMode); err != nil {
+			return err
+		}
+		if f.WAN, _, err = openPort(c.Backend, ln.RB, c.Workers, c.XDPMode); err != nil {
+			f.LAN.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("iobench: %s ports in R: %w", c.Backend, err)
+	}
+	cfg := dataplane.Config{
+		Workers: c.Workers, LAN: f.LAN, WAN: f.WAN,
+		RouterMAC: pipeline.RouterMAC, RouterAddr: pipeline.RouterAddr,
+		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
+		Up: c.Shape, Down: c.Shape,
+		ThreadCPU: threadCPU,
+	}
+	cfg.NAT.Capacity = 4*len(c.Flows) + 1024
+	if len(c.CPUs) > 0 {
+		cpus := c.CPUs
+		cfg.Pin = func(k int) error { return pin.Pin(cpus[k%len(cpus)]) }
+	}
+	e, err := dataplane.New(cfg)
+	if err != nil {
+		f.LAN.Close()
+		f.WAN.Close()
+		return nil, err
+	}
+	f.Engine = e
+	e.SetSession(pipeline.Session())
+	neigh := map[uint32][6]byte{}
+	for _, fl := range c.Flows {
+		neigh[fl.Host] = fl.HostMAC
+	}
+	e.SetNeighbors(neigh)
+	e.Start()
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		tk := time.NewTicker(5 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			n := e.PollControl(func(dataplane.Dir, []byte) {})
+			f.mu.Lock()
+			f.Control += uint64(n)
+			f.mu.Unlock()
+			select {
+			case <-f.stop:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	return f, nil
+}
+
+// ControlFrames returns how many frames went to the control path so far.
+func (f *Forwarder) ControlFrames() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.Control
+}
+
+// Stop stops the engine and the control goroutine and closes the ports.
+func (f *Forwarder) Stop() error {
+	err := f.Engine.Stop()
+	close(f.stop)
+	f.wg.Wait()
+	return errors.Join(err, f.LAN.Close(), f.WAN.Close())
+}
+
+func threadCPU() int64 {
+	d, err := pin.ThreadCPUTime()
+	if err != nil {
+		return 0
+	}
+	return int64(d)
+}
+
+// SetupKernel configures R for the kernel baseline on a Routed line: the
+// LAN prefix on RA, a route to the remote addresses via B, static
+// neighbours for B and for every flow's host (their MACs are not A's, so
+// A's kernel ignores the frames and only the generator sees them), and
+// nettest's masquerade. It returns the masquerade address.
+func (t *Topo) SetupKernel(flows []Flow) (uint32, error) {
+	ln := t.Line
+	if !ln.RBAddr.IsValid() {
+		return 0, errors.New("iobench: the kernel baseline needs a Routed line")
+	}
+	r := ln.R
+	lan := netip.PrefixFrom(addr(pipeline.RouterAddr), pipeline.LANBits)
+	if err := r.AddAddr(ln.RA, lan); err != nil {
+		return 0, err
+	}
+	if err := r.AddRoute("203.0.113.0/24", ln.BAddr.Addr()); err != nil {
+		return 0, err
+	}
+	if err := r.AddNeigh(ln.RB, ln.BAddr.Addr(), net.HardwareAddr(pipeline.ACMAC[:]).String()); err != nil {
+		return 0, err
+	}
+	done := map[uint32]bool{}
+	for _, f := range flows {
+		if done[f.Host] {
+			continue
+		}
+		done[f.Host] = true
+		if err := r.AddNeigh(ln.RA, addr(f.Host), net.HardwareAddr(f.HostMAC[:]).String()); err != nil {
+			return 0, err
+		}
+	}
+	if err := ln.Masquerade(); err != nil {
+		return 0, err
+	}
+	a := ln.RBAddr.Addr().As4()
+	return uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]), nil
+}
+
+func addr(a uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)})
+}
+
+// setRPS steers the receive processing of every RX queue of ifname to
+// cpus. (A candidate for nettest: NS.SetRPS.)
+func setRPS(ns *nettest.NS, ifname string, queues int, cpus []int) error {
+	var mask uint64
+	for _, c := range cpus {
+		mask |= 1 << uint(c)
+	}
+	for q := 0; q < queues; q++ {
+		path := fmt.Sprintf("/sys/class/net/%s/queues/rx-%d/rps_cpus", ifname, q)
+		if _, err := ns.Exec("sh", "-c", fmt.Sprintf("echo %x > %s", mask, path)); err != nil {
+			return fmt.Errorf("iobench: RPS on %s: %w", ifname, err)
+		}
+	}
+	return nil
+}
+
+// cpuStat reads busy and total jiffies of cpus from /proc/stat.
+func cpuStat(cpus []int) (busy, total uint64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	want := map[string]bool{}
+	for _, c := range cpus {
+		want["cpu"+strconv.Itoa(c)] = true
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) < 5 || !want[fs[0]] {
+			continue
+		}
+		for i, v := range fs[1:] {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			total += n
+			if i != 3 && i != 4 { // idle, iowait
+				busy += n
+			}
+		}
+	}
+	return busy, total
+}
+
+func uplinks(flows []Flow, size int, dst [6]byte) ([][]byte, error) {
+	out := make([][]byte, len(flows))
+	for i, f := range flows {
+		b, err := Uplink(f, i, size, dst)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// Run builds the topology, measures the kernel baseline and pppfwd, and
+// removes everything again.
+func Run(o Options) (*Result, error) {
+	o.defaults()
+	if o.Size < 64 || o.Size > 1500 {
+		return nil, fmt.Errorf("iobench: size %d: want 64..1500", o.Size)
+	}
+	mode, err := ParseXDPMode(o.XDPMode)
+	if err != nil {
+		return nil, err
+	}
+	if o.Backend != "afpacket" && o.Backend != "afxdp" {
+		return nil, fmt.Errorf("iobench: backend %q: want afpacket or afxdp", o.Backend)
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("iobench: needs root (CAP_SYS_ADMIN for namespaces, CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF for afxdp)")
+	}
+	res := &Result{Bench: "io", Backend: o.Backend, Size: o.Size, Workers: o.Workers, Flows: o.Flows,
+		Duration: o.Duration.Seconds(), Rate: o.Rate, Shaper: "off", GenCPU: -1,
+		Drops: map[string]uint64{}, PortDrops: map[string]uint64{}}
+	if o.Shape.Rate != 0 {
+		res.Shaper = fmt.Sprintf("fq_codel %d bit/s each direction", o.Shape.Rate*8)
+	}
+	genCPU := -1
+	var fwdCPUs []int
+	if ncpu := runtime.NumCPU(); !o.NoPin && ncpu > 1 {
+		genCPU = o.GenCPU % ncpu
+		for c := 0; c < ncpu; c++ {
+			if c != genCPU {
+				fwdCPUs = append(fwdCPUs, c)
+			}
+		}
+		res.GenCPU, res.FwdCPUs = genCPU, fwdCPUs
+		res.Fairness = fmt.Sprintf("generator thread pinned to CPU %d with A's and B's receive work (RPS); "+
+			"R's receive/forwarding work (RPS on ra, rb) and pppfwd's workers on CPUs %v; same generator, "+
+			"frames and offered load for both", genCPU, fwdCPUs)
+	} else {
+		res.Fairness = "no pinning: generator, kernel forwarding and pppfwd share every CPU"
+	}
+
+	lab := nettest.New()
+	defer lab.Close()
+	ln, err := lab.NewLine(nettest.LineConfig{Routed: true, Queues: o.Workers})
+	if err != nil {
+		return nil, err
+	}
+	if genCPU >= 0 {
+		for _, s := range []struct {
+			ns   *nettest.NS
+			ifn  string
+			cpus []int
+		}{{ln.R, ln.RA, fwdCPUs}, {ln.R, ln.RB, fwdCPUs}, {ln.A, ln.AIf, []int{genCPU}}, {ln.B, ln.BIf, []int{genCPU}}} {
+			if err := setRPS(s.ns, s.ifn, o.Workers, s.cpus); err != nil {
+				return nil, err
+			}
+		}
+	}
+	topo, err := NewTopo(ln)
+	if err != nil {
+		return nil, err
+	}
+	defer topo.Close()
+	flows := Flows(o.Flows, 0, 0)
+	load := func(up, down [][]byte) (*Counts, float64, error) {
+		b0, t0 := cpuStat(fwdCPUs)
+		c, err := Load{A: topo.A, B: topo.B, Up: up, Down: down,
+			MatchA: FastMatch([]byte{0x02, 0x60, 0, 0}, hdr.EtherTypeIPv4, len(flows)),
+			MatchB: FastMatch(pipeline.ACMAC[:], etherTypeOf(down), len(flows)),
+			Rate:   o.Rate, Warmup: o.Warmup, Duration: o.Duration, CPU: genCPU}.Run()
+		b1, t1 := cpuStat(fwdCPUs)
+		busy := 0.0
+		if t1 > t0 {
+			busy = float64(b1-b0) / float64(t1-t0)
+		}
+		return c, busy, err
+	}
+
+	if !o.SkipKernel {
+		pub, err := topo.SetupKernel(flows)
+		if err != nil {
+			return nil, err
+		}
+		up, err := uplinks(flows, o.Size, topo.RAMAC)
+		if err != nil {
+			return nil, err
+		}
+		down, err := Prime(topo.A, topo.B, up, flows, CheckUpMasq(flows, pub), 0)
+		if err != nil {
+			return nil, fmt.Errorf("kernel baseline: priming: %w", err)
+		}
+		c, busy, err := load(up, down)
+		if err != nil {
+			return nil, fmt.Errorf("kernel baseline: %w", err)
+		}
+		s := side(c, len(up[0]), len(down[0]))
+		s.FwdCPUBusy = busy
+		res.Kernel = &s
+		res.KernelPPS = s.PPS
+	}
+
+	fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode,
+		Shape: o.Shape, Flows: flows, CPUs: fwdCPUs})
+	if err != nil {
+		return nil, err
+	}
+	res.XDPMode = fw.XDPMode
+	stopped := false
+	defer func() {
+		if !stopped {
+			fw.Stop()
+		}
+	}()
+	up, err := uplinks(flows, o.Size, pipeline.RouterMAC)
+	if err != nil {
+		return nil, err
+	}
+	down, err := Prime(topo.A, topo.B, up, flows, CheckUpPPPoE(flows), 0)
+	if err != nil {
+		return nil, fmt.Errorf("pppfwd: priming: %w (drops %v)", err, fw.Engine.Totals().DropMap())
+	}
+	e := fw.Engine
+	before := e.Totals()
+	var beforeW []dataplane.Counters
+	for _, w := range e.Workers() {
+		beforeW = append(beforeW, w.Counters())
+	}
+	lanS0, wanS0 := fw.LAN.Stats(), fw.WAN.Stats()
+	c, busy, err := load(up, down)
+	if err != nil {
+		return nil, fmt.Errorf("pppfwd: %w", err)
+	}
+	lanS1, wanS1 := fw.LAN.Stats(), fw.WAN.Stats()
+	stopped = true
+	if err := fw.Stop(); err != nil {
+		return nil, err
+	}
+	s := side(c, len(up[0]), len(down[0]))
+	s.FwdCPUBusy = busy
+	res.PPPFWD = s
+	res.PPPFWDPPS = s.PPS
+	if res.KernelPPS > 0 {
+		res.Ratio = res.PPPFWDPPS / res.KernelPPS
+	}
+	after := e.Totals()
+	for i, d := range after.Drops {
+		if n := d - before.Drops[i]; n != 0 {
+			res.Drops[dataplane.Reason(i).String()] = n
+		}
+	}
+	for name, v := range map[string]uint64{
+		"lan_rx": lanS1.RxDrops - lanS0.RxDrops, "lan_tx": lanS1.TxDrops - lanS0.TxDrops,
+		"wan_rx": wanS1.RxDrops - wanS0.RxDrops, "wan_tx": wanS1.TxDrops - wanS0.TxDrops,
+	} {
+		if v != 0 {
+			res.PortDrops[name] = v
+		}
+	}
+	for i, w := range e.Workers() {
+		cw, b := w.Counters(), beforeW[i]
+		wr := pipeline.WorkerResult{Worker: i, Packets: cw.TxLAN + cw.TxWAN - b.TxLAN - b.TxWAN,
+			CPUNs: cw.CPUNanos - b.CPUNanos, Steered: cw.SteerPackets - b.SteerPackets, Redirects: cw.Redirected - b.Redirected}
+		if wr.Packets > 0 {
+			wr.NsPerPkt = float64(wr.CPUNs) / float64(wr.Packets)
+		}
+		res.PerWorker = append(res.PerWorker, wr)
+	}
+	return res, nil
+}
+
+func etherTypeOf(frames [][]byte) uint16 {
+	if len(frames) == 0 || len(frames[0]) < hdr.EthernetLen {
+		return 0
+	}
+	return uint16(frames[0][12])<<8 | uint16(frames[0][13])
+}
