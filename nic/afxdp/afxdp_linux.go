@@ -134,7 +134,7 @@ func openSock(ifname string, ifindex, q int, o Options, zc ZeroCopy) (*sock, *xs
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.EAFNOSUPPORT) {
-			return nil, nil, fmt.Errorf("afxdp: socket: %w: %w", ErrNoAFXDP, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrNoAFXDP, err)
 		}
 		return nil, nil, sysErr("AF_XDP socket", err, "CAP_NET_RAW")
 	}
@@ -210,7 +210,7 @@ func openSock(ifname string, ifindex, q int, o Options, zc ZeroCopy) (*sock, *xs
 	if err != nil {
 		switch {
 		case zc == ZeroCopyOn && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
-			return s, nil, fmt.Errorf("afxdp: bind %s queue %d: %w: %w", ifname, q, ErrZeroCopy, err)
+			return s, nil, fmt.Errorf("%w: bind %s queue %d: %w", ErrZeroCopy, ifname, q, err)
 		case errors.Is(err, unix.EBUSY):
 			return s, nil, fmt.Errorf("afxdp: bind %s queue %d: %w (another AF_XDP socket owns the queue)", ifname, q, err)
 		case errors.Is(err, unix.EINVAL):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -561,5 +562,56 @@ func TestIntegrationAFXDPVethQueues(t *testing.T) {
 	p := openPort(t, ns, "x1", Options{Mode: ModeAuto, Queues: 1, RingSize: 64})
 	if p.Mode() != ModeGeneric {
 		t.Fatalf("auto mode picked %v, want generic", p.Mode())
+	}
+}
+
+// dropCaps removes capabilities from the calling (locked) thread's
+// effective set. The thread must not be reused afterwards.
+func dropCaps(caps ...int) error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	for _, c := range caps {
+		data[c/32].Effective &^= 1 << (c % 32)
+	}
+	return unix.Capset(&hdr, &data[0])
+}
+
+// TestIntegrationAFXDPPermissions drops one capability at a time on the
+// opening thread and checks the error names it.
+func TestIntegrationAFXDPPermissions(t *testing.T) {
+	ln := nettest.MustLine(t, nettest.LineConfig{})
+	for _, tc := range []struct {
+		drop []int
+		want string
+	}{
+		{[]int{unix.CAP_NET_RAW}, "CAP_NET_RAW"},
+		{[]int{unix.CAP_NET_ADMIN, unix.CAP_SYS_ADMIN}, "CAP_NET_ADMIN"},
+		{[]int{unix.CAP_BPF, unix.CAP_SYS_ADMIN}, "CAP_BPF"},
+	} {
+		errc := make(chan error)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+			err := ln.R.Do(func() error {
+				runtime.LockOSThread()
+				if err := dropCaps(tc.drop...); err != nil {
+					return fmt.Errorf("capset: %w", err)
+				}
+				p, err := Open(ln.RA, Options{Queues: 1, RingSize: 64})
+				if err == nil {
+					p.Close()
+				}
+				return err
+			})
+			errc <- err
+		}()
+		err := <-errc
+		if !errors.Is(err, ErrPermission) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("without %s: %v", tc.want, err)
+		} else {
+			t.Logf("without %s: %v", tc.want, err)
+		}
 	}
 }

@@ -77,7 +77,7 @@ func newXSKMap(queues int) (*ebpf.Map, error) {
 		MaxEntries: uint32(queues),
 	})
 	if err != nil {
-		return nil, sysErr("create XSKMAP", err, "CAP_BPF (or CAP_SYS_ADMIN)")
+		return nil, sysErr("create XSKMAP", err, "CAP_BPF and CAP_NET_ADMIN (or CAP_SYS_ADMIN)")
 	}
 	return m, nil
 }
@@ -91,7 +91,7 @@ func newProgram(m *ebpf.Map, etherTypes []uint16) (*ebpf.Program, error) {
 		Instructions: programInsns(m.FD(), etherTypes),
 	})
 	if err != nil {
-		return nil, sysErr("load XDP program", err, "CAP_BPF (or CAP_SYS_ADMIN)")
+		return nil, sysErr("load XDP program", err, "CAP_BPF and CAP_NET_ADMIN (or CAP_SYS_ADMIN)")
 	}
 	return p, nil
 }
@@ -129,10 +129,10 @@ func attachErr(ifname string, m Mode, err error) error {
 	case errors.Is(err, unix.EBUSY), errors.Is(err, unix.EEXIST):
 		return fmt.Errorf("afxdp: attach %s XDP to %s: another XDP program is attached: %w", m, ifname, err)
 	case errors.Is(err, unix.ENOSPC):
-		return fmt.Errorf("afxdp: attach %s XDP to %s: %w: veth needs at least as many RX queues as its peer has TX queues: %w",
-			m, ifname, ErrXDPRefused, err)
+		return fmt.Errorf("%w: %s mode on %s: a veth needs at least as many RX queues as its peer has TX queues: %w",
+			ErrXDPRefused, m, ifname, err)
 	}
-	return fmt.Errorf("afxdp: attach %s XDP to %s: %w: %w", m, ifname, ErrXDPRefused, err)
+	return fmt.Errorf("%w: %s mode on %s: %w", ErrXDPRefused, m, ifname, err)
 }
 
 func isPermission(err error) bool {
@@ -142,7 +142,7 @@ func isPermission(err error) bool {
 // sysErr wraps err, naming the capability when it is a permission error.
 func sysErr(op string, err error, capability string) error {
 	if isPermission(err) {
-		return fmt.Errorf("afxdp: %s: %w: need %s: %w", op, ErrPermission, capability, err)
+		return fmt.Errorf("%w: %s: need %s: %w", ErrPermission, op, capability, err)
 	}
 	return fmt.Errorf("afxdp: %s: %w", op, err)
 }
