@@ -218,8 +218,9 @@ func openSock(ifname string, ifindex, q int, o Options, zc ZeroCopy) (*sock, *xs
 		}
 		return s, nil, sysErr(fmt.Sprintf("bind %s queue %d", ifname, q), err, "CAP_NET_RAW")
 	}
-	// Let one copy-mode kick send a whole ring (Linux >= 6.16); older
-	// kernels keep their budget of 32, which flush copes with.
+	// Let one copy-mode kick send a whole ring where the kernel has
+	// XDP_MAX_TX_SKB_BUDGET; older kernels keep their budget of 32, which
+	// flush copes with.
 	_ = unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, o.RingSize)
 	s.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
 	return s, x, nil

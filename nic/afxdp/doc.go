@@ -42,9 +42,10 @@
 //     XDP_REDIRECT/XDP_TX into a veth, which this package does not do,
 //     needs a program or GRO on the peer.)
 //   - In copy mode the kernel transmits at most a budget of frames per
-//     sendto (32 by default) and answers EAGAIN when more are left; Send
-//     therefore kicks again until the TX ring is drained or the kernel
-//     stops making progress.
+//     sendto (32 by default) and answers EAGAIN when more are left. Open
+//     raises the budget to RingSize with XDP_MAX_TX_SKB_BUDGET where the
+//     kernel has it (6.18 here does); elsewhere Send kicks again until the
+//     TX ring is drained or the kernel stops making progress.
 //
 // # Privileges
 //
