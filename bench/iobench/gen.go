@@ -25,7 +25,7 @@ const (
 // Load describes one generator run: A sends Up frames and receives what
 // comes out on its side, B sends Down frames and receives the uplink.
 type Load struct {
-	A, B     nic.Port      // queue 0 of each is used
+	A, B     nic.Port      // frames are sent on queue 0 and received on every queue
 	Up, Down [][]byte      // pre-built frames, sent round robin
 	MatchA   Match         // classifies frames received by A (downlink)
 	MatchB   Match         // classifies frames received by B (uplink)
@@ -135,8 +135,9 @@ type rxSide struct {
 	perFlow []uint64
 }
 
-func (r *rxSide) poll() (int, error) {
-	n, err := r.port.Recv(0, r.frames)
+// poll receives one batch from queue q.
+func (r *rxSide) poll(q int) (int, error) {
+	n, err := r.port.Recv(q, r.frames)
 	for _, f := range r.frames[:n] {
 		switch i := r.match(f.Data()); {
 		case i >= 0:
@@ -242,14 +243,16 @@ func (l Load) Run() (*Counts, error) {
 			}
 		}
 		for _, r := range []*rxSide{ra, rb} {
-			for {
-				n, err := r.poll()
-				if err != nil {
-					return nil, err
-				}
-				work += n
-				if n < len(r.frames) {
-					break
+			for q := 0; q < r.port.Queues(); q++ {
+				for {
+					n, err := r.poll(q)
+					if err != nil {
+						return nil, err
+					}
+					work += n
+					if n < len(r.frames) {
+						break
+					}
 				}
 			}
 		}

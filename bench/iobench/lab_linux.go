@@ -11,8 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"
@@ -21,8 +19,6 @@ import (
 	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/nic/afxdp"
 	"github.com/pppfwd/pppfwd/nic/nettest"
-	"github.com/pppfwd/pppfwd/nic/pin"
-	"github.com/pppfwd/pppfwd/shaper"
 )
 
 // Topo is a nettest Line with the generator's AF_PACKET ports open on A's
@@ -65,44 +61,6 @@ func NewTopo(ln *nettest.Line) (*Topo, error) {
 // Close closes the generator's ports.
 func (t *Topo) Close() error { return errors.Join(t.A.Close(), t.B.Close()) }
 
-// FwdConfig configures pppfwd in R.
-type FwdConfig struct {
-	Backend string // "afpacket" or "afxdp"
-	Workers int
-	XDPMode afxdp.Mode
-	Shape   shaper.Spec // Rate 0: no shaper
-	Flows   []Flow      // their hosts become the engine's LAN neighbours
-	CPUs    []int       // worker k is pinned to CPUs[k%len]; nil: no pinning
-}
-
-// Forwarder is a running pppfwd engine in R.
-type Forwarder struct {
-	Engine   *dataplane.Engine
-	LAN, WAN nic.Port
-	// XDPMode is the attach mode in use (afxdp only).
-	XDPMode string
-	// Control counts frames the engine handed to the control/exception
-	// path (nothing in these tests should go there).
-	Control uint64
-
-	stop chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-}
-
-// ParseXDPMode maps "auto", "native" and "generic" to afxdp modes.
-func ParseXDPMode(s string) (afxdp.Mode, error) {
-	switch s {
-	case "", "auto":
-		return afxdp.ModeAuto, nil
-	case "native":
-		return afxdp.ModeNative, nil
-	case "generic":
-		return afxdp.ModeGeneric, nil
-	}
-	return 0, fmt.Errorf("xdp mode %q: want auto, native or generic", s)
-}
-
 func openPort(backend, ifname string, workers int, mode afxdp.Mode) (nic.Port, string, error) {
 	switch backend {
 	case "afpacket":
@@ -126,7 +84,7 @@ func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
 		c.Workers = 1
 	}
 	ln := t.Line
-	f := &Forwarder{stop: make(chan struct{})}
+	f := &Forwarder{}
 	err := ln.R.Do(func() error {
 		var err error
 		if f.LAN, f.XDPMode, err = openPort(c.Backend, ln.RA, c.Workers, c.XDPMode); err != nil {
@@ -141,73 +99,14 @@ func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iobench: %s ports in R: %w", c.Backend, err)
 	}
-	cfg := dataplane.Config{
-		Workers: c.Workers, LAN: f.LAN, WAN: f.WAN,
-		RouterMAC: pipeline.RouterMAC, RouterAddr: pipeline.RouterAddr,
-		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
-		Up: c.Shape, Down: c.Shape,
-		ThreadCPU: threadCPU,
-	}
-	cfg.NAT.Capacity = 4*len(c.Flows) + 1024
-	if len(c.CPUs) > 0 {
-		cpus := c.CPUs
-		cfg.Pin = func(k int) error { return pin.Pin(cpus[k%len(cpus)]) }
-	}
-	e, err := dataplane.New(cfg)
+	fw, err := StartEngine(f.LAN, f.WAN, c)
 	if err != nil {
 		f.LAN.Close()
 		f.WAN.Close()
 		return nil, err
 	}
-	f.Engine = e
-	e.SetSession(pipeline.Session())
-	neigh := map[uint32][6]byte{}
-	for _, fl := range c.Flows {
-		neigh[fl.Host] = fl.HostMAC
-	}
-	e.SetNeighbors(neigh)
-	e.Start()
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			n := e.PollControl(func(dataplane.Dir, []byte) {})
-			f.mu.Lock()
-			f.Control += uint64(n)
-			f.mu.Unlock()
-			select {
-			case <-f.stop:
-				return
-			case <-tk.C:
-			}
-		}
-	}()
-	return f, nil
-}
-
-// ControlFrames returns how many frames went to the control path so far.
-func (f *Forwarder) ControlFrames() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.Control
-}
-
-// Stop stops the engine and the control goroutine and closes the ports.
-func (f *Forwarder) Stop() error {
-	err := f.Engine.Stop()
-	close(f.stop)
-	f.wg.Wait()
-	return errors.Join(err, f.LAN.Close(), f.WAN.Close())
-}
-
-func threadCPU() int64 {
-	d, err := pin.ThreadCPUTime()
-	if err != nil {
-		return 0
-	}
-	return int64(d)
+	fw.XDPMode = f.XDPMode
+	return fw, nil
 }
 
 // SetupKernel configures R for the kernel baseline on a Routed line: the
@@ -327,7 +226,7 @@ func Run(o Options) (*Result, error) {
 		Duration: o.Duration.Seconds(), Rate: o.Rate, Shaper: "off", GenCPU: -1,
 		Drops: map[string]uint64{}, PortDrops: map[string]uint64{}}
 	if o.Shape.Rate != 0 {
-		res.Shaper = fmt.Sprintf("fq_codel %d bit/s each direction", o.Shape.Rate*8)
+		res.Shaper = fmt.Sprintf("fq_codel %d bit/s each direction", o.Shape.Rate)
 	}
 	genCPU := -1
 	var fwdCPUs []int

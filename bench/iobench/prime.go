@@ -167,8 +167,8 @@ func exchange(src, dst nic.Port, frames [][]byte, got func(i int, p Packet, raw 
 		}
 		deadline := time.Now().Add(timeout)
 		missing := end - start
-		for missing > 0 {
-			n, err := dst.Recv(0, rx)
+		for q := 0; missing > 0; q = (q + 1) % dst.Queues() {
+			n, err := dst.Recv(q, rx)
 			if err != nil {
 				return err
 			}
@@ -193,7 +193,7 @@ func exchange(src, dst nic.Port, frames [][]byte, got func(i int, p Packet, raw 
 					return err
 				}
 			}
-			if n == 0 {
+			if n == 0 && q == dst.Queues()-1 {
 				if time.Now().After(deadline) {
 					return fmt.Errorf("%d of %d frames of chunk %d..%d did not arrive within %v", missing, end-start, start, end, timeout)
 				}

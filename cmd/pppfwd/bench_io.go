@@ -1,12 +1,92 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pppfwd/pppfwd/bench/iobench"
+	"github.com/pppfwd/pppfwd/shaper"
 )
 
-// benchIO is replaced by the bench/iobench wiring.
+// benchIO runs `pppfwd bench io`: pppfwd on afpacket/afxdp ports over veth
+// against the kernel's forward + masquerade on the same topology.
 func benchIO(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "pppfwd bench io: not built yet")
-	return 1
+	fs := flag.NewFlagSet("pppfwd bench io", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	backend := fs.String("backend", "afpacket", "pppfwd's packet I/O: afpacket or afxdp")
+	size := fs.Int("size", 64, "LAN frame size in bytes (64..1500)")
+	workers := fs.Int("workers", 1, "pppfwd worker threads")
+	dur := fs.Duration("duration", 3*time.Second, "measured window of each measurement")
+	warmup := fs.Duration("warmup", 500*time.Millisecond, "load before each window")
+	flows := fs.Int("flows", 256, "UDP flows (both directions)")
+	rate := fs.Float64("rate", 0, "offered frames/s per direction (0: as fast as the generator goes)")
+	shape := fs.String("shape", "bandwidth 100gbit", "shaper of each direction in tc-cake words, or off")
+	xdpMode := fs.String("xdp-mode", "generic", "afxdp attach mode: generic, native or auto")
+	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
+	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
+	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "pppfwd bench io: unexpected arguments %v\n", fs.Args())
+		return 2
+	}
+	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
+		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
+		NoPin: *noPin, SkipKernel: *skipKernel}
+	if *shape == "off" {
+		o.ShapeOff = true
+	} else {
+		sp, err := shaper.ParseSpec(*shape)
+		if err != nil {
+			fmt.Fprintf(stderr, "pppfwd: --shape: %v\n", err)
+			return 2
+		}
+		o.Shape = sp
+	}
+	res, err := iobench.Run(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd: bench io: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		if err := printJSON(stdout, res); err != nil {
+			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "backend\t%s %s\nsize\t%d\nworkers\t%d\nflows\t%d\nshaper\t%s\n", res.Backend, res.XDPMode, res.Size, res.Workers, res.Flows, res.Shaper)
+	printSide := func(name string, s *iobench.Side) {
+		fmt.Fprintf(tw, "%s pps\t%.0f (up %.0f, down %.0f; offered %.0f; loss %.2f%%; fwd CPU busy %.0f%%)\n",
+			name, s.PPS, s.UpPPS, s.DownPPS, s.OfferedPPS, 100*s.Loss, 100*s.FwdCPUBusy)
+	}
+	printSide("pppfwd", &res.PPPFWD)
+	if res.Kernel != nil {
+		printSide("kernel", res.Kernel)
+		fmt.Fprintf(tw, "ratio\t%.2f\n", res.Ratio)
+	}
+	for _, w := range res.PerWorker {
+		fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)
+	}
+	for _, m := range []map[string]uint64{res.Drops, res.PortDrops} {
+		var names []string
+		for k := range m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(tw, "drop %s\t%d\n", k, m[k])
+		}
+	}
+	fmt.Fprintf(tw, "fairness\t%s\n", res.Fairness)
+	tw.Flush()
+	return 0
 }

@@ -1,0 +1,129 @@
+package iobench
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pppfwd/pppfwd/bench/pipeline"
+	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/afxdp"
+	"github.com/pppfwd/pppfwd/nic/pin"
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+// FwdConfig configures pppfwd in R.
+type FwdConfig struct {
+	Backend string // "afpacket" or "afxdp"
+	Workers int
+	XDPMode afxdp.Mode
+	Shape   shaper.Spec // Rate 0: no shaper
+	Flows   []Flow      // their hosts become the engine's LAN neighbours
+	CPUs    []int       // worker k is pinned to CPUs[k%len]; nil: no pinning
+}
+
+// Forwarder is a running pppfwd engine in R.
+type Forwarder struct {
+	Engine   *dataplane.Engine
+	LAN, WAN nic.Port
+	// XDPMode is the attach mode in use (afxdp only).
+	XDPMode string
+	// Control counts frames the engine handed to the control/exception
+	// path (nothing in these tests should go there).
+	Control uint64
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+}
+
+// ParseXDPMode maps "auto", "native" and "generic" to afxdp modes.
+func ParseXDPMode(s string) (afxdp.Mode, error) {
+	switch s {
+	case "", "auto":
+		return afxdp.ModeAuto, nil
+	case "native":
+		return afxdp.ModeNative, nil
+	case "generic":
+		return afxdp.ModeGeneric, nil
+	}
+	return 0, fmt.Errorf("xdp mode %q: want auto, native or generic", s)
+}
+
+// StartEngine starts an engine over lan and wan with the synthetic PPPoE
+// session (pipeline.Session), the flows' hosts as LAN neighbours, and a
+// control goroutine that drains (and counts) exception frames. Stop
+// closes the ports too.
+func StartEngine(lan, wan nic.Port, c FwdConfig) (*Forwarder, error) {
+	if c.Workers <= 0 {
+		c.Workers = 1
+	}
+	f := &Forwarder{LAN: lan, WAN: wan, stop: make(chan struct{})}
+	cfg := dataplane.Config{
+		Workers: c.Workers, LAN: f.LAN, WAN: f.WAN,
+		RouterMAC: pipeline.RouterMAC, RouterAddr: pipeline.RouterAddr,
+		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
+		Up: c.Shape, Down: c.Shape,
+		ThreadCPU: threadCPU,
+	}
+	cfg.NAT.Capacity = 4*len(c.Flows) + 1024
+	if len(c.CPUs) > 0 {
+		cpus := c.CPUs
+		cfg.Pin = func(k int) error { return pin.Pin(cpus[k%len(cpus)]) }
+	}
+	e, err := dataplane.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f.Engine = e
+	e.SetSession(pipeline.Session())
+	neigh := map[uint32][6]byte{}
+	for _, fl := range c.Flows {
+		neigh[fl.Host] = fl.HostMAC
+	}
+	e.SetNeighbors(neigh)
+	e.Start()
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		tk := time.NewTicker(5 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			n := e.PollControl(func(dataplane.Dir, []byte) {})
+			f.mu.Lock()
+			f.Control += uint64(n)
+			f.mu.Unlock()
+			select {
+			case <-f.stop:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	return f, nil
+}
+
+// ControlFrames returns how many frames went to the control path so far.
+func (f *Forwarder) ControlFrames() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.Control
+}
+
+// Stop stops the engine and the control goroutine and closes the ports.
+func (f *Forwarder) Stop() error {
+	err := f.Engine.Stop()
+	close(f.stop)
+	f.wg.Wait()
+	return errors.Join(err, f.LAN.Close(), f.WAN.Close())
+}
+
+func threadCPU() int64 {
+	d, err := pin.ThreadCPUTime()
+	if err != nil {
+		return 0
+	}
+	return int64(d)
+}
