@@ -27,8 +27,10 @@
 //
 // Options.Mode picks native (driver) or generic (skb) XDP; ModeAuto tries
 // native first and falls back to generic when the driver refuses it.
-// Options.ZeroCopy picks the AF_XDP bind mode; ZeroCopyAuto tries
-// XDP_ZEROCOPY and falls back to copy mode, which is what veth offers.
+// Options.ZeroCopy picks the AF_XDP bind mode; ZeroCopyAuto binds with
+// neither XDP_ZEROCOPY nor XDP_COPY, so the kernel uses zero-copy where the
+// driver has it and copy mode elsewhere (veth); with generic XDP it binds in
+// copy mode. Port.ZeroCopy reports what the kernel chose (XDP_OPTIONS).
 //
 // Findings on veth (Linux 6.18, the kernel this package is tested on):
 //   - Native XDP on a veth needs as many RX queues on it as its peer has TX
@@ -49,8 +51,9 @@
 //
 // # Privileges
 //
-// Opening a port needs CAP_NET_RAW (AF_XDP socket), CAP_BPF or
-// CAP_SYS_ADMIN (map and program) and CAP_NET_ADMIN (attaching XDP). Errors
-// name the capability that is missing. On other operating systems Open
+// Opening a port needs CAP_NET_RAW (AF_XDP socket), CAP_BPF plus
+// CAP_NET_ADMIN, or CAP_SYS_ADMIN (XSKMAP and XDP program), and
+// CAP_NET_ADMIN (attaching XDP). Errors wrap ErrPermission and name the
+// capabilities the failing step needs. On other operating systems Open
 // returns an error wrapping nic.ErrNotSupported.
 package afxdp
