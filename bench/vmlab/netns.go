@@ -2,9 +2,13 @@ package vmlab
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
@@ -19,7 +23,11 @@ var netnsSeq atomic.Int32
 // NewNetns creates a namespace named <prefix><pid>-<n>, with lo up and IPv6
 // disabled (so that the only traffic on a tap is what the test sends: no
 // router solicitations or MLD reports in captures).
+//
+// Namespaces of the same prefix left behind by a process that no longer
+// exists (a test binary that was killed) are deleted first.
 func NewNetns(prefix string) (*Netns, error) {
+	removeStaleNetns(prefix)
 	name := fmt.Sprintf("%s%d-%d", prefix, os.Getpid(), netnsSeq.Add(1))
 	ctx := context.Background()
 	if _, err := run(ctx, "", "ip", "netns", "add", name); err != nil {
@@ -42,6 +50,29 @@ func NewNetns(prefix string) (*Netns, error) {
 		return nil, fmt.Errorf("vmlab: setting up netns %s: %w", name, err)
 	}
 	return n, nil
+}
+
+// removeStaleNetns deletes <prefix><pid>-<n> namespaces whose pid is gone.
+func removeStaleNetns(prefix string) {
+	ents, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		pidStr, seq, ok := strings.Cut(rest, "-")
+		pid, err1 := strconv.Atoi(pidStr)
+		_, err2 := strconv.Atoi(seq)
+		if !ok || err1 != nil || err2 != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pidStr); errors.Is(err, fs.ErrNotExist) {
+			_, _ = run(context.Background(), "", "ip", "netns", "del", e.Name())
+		}
+	}
 }
 
 // Command returns a command that runs inside the namespace.
