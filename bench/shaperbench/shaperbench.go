@@ -55,6 +55,7 @@ type Options struct {
 	Load         float64       // bulk load as a multiple of Rate [2]
 	PingInterval time.Duration // [10 ms]
 	PingSize     int           // IP bytes [84]
+	PingJitter   time.Duration // each ping interval varies by up to ± this, deterministically [PingInterval/10; < 0: none]
 	Overhead     string        // CAKE overhead keywords, used by shaper and line ["": Config.Overhead]
 	Poll         time.Duration // worker timer granularity (0: wakes exactly at NextSend)
 	Config       shaper.Config // shaper config (zero: fq_codel defaults)
@@ -75,9 +76,11 @@ type Result struct {
 	RateMbit      float64 `json:"rate_mbit"`
 	LineMbit      float64 `json:"line_mbit"`
 	P50AddedOffMs float64 `json:"p50_added_delay_ms_off"`
-	PingLossPct   float64 `json:"ping_loss_pct"`
-	PingLossOff   float64 `json:"ping_loss_pct_off"`
-	Pings         int     `json:"pings"`
+	// Ping loss: pings sent after the warmup, early enough to arrive
+	// before the end, that never came out (dropped, or still queued).
+	PingLossPct float64 `json:"ping_loss_pct"`
+	PingLossOff float64 `json:"ping_loss_pct_off"`
+	Pings       int     `json:"pings"`
 
 	// What ran: the path's name ("shaper", "pipeline", or "custom" for a
 	// path that does not report), whether packets went through the
@@ -140,6 +143,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PingInterval == 0 {
 		o.PingInterval = 10 * time.Millisecond
+	}
+	if o.PingJitter == 0 {
+		o.PingJitter = o.PingInterval / 10
 	}
 	if o.PingSize == 0 {
 		o.PingSize = 84
@@ -244,13 +250,7 @@ func (p *pool) put(pk *Packet) { p.free = append(p.free, pk) }
 func simulate(o Options, shaped bool) (simResult, error) {
 	clk := shaper.NewManualClock(1)
 	var pl pool
-	var pingsLost int
-	drop := func(p *Packet) {
-		if p.Probe {
-			pingsLost++
-		}
-		pl.put(p)
-	}
+	drop := pl.put
 	path, err := o.Path(clk, shaped, o, drop)
 	if err != nil {
 		return simResult{}, err
@@ -270,7 +270,14 @@ func simulate(o Options, shaped bool) (simResult, error) {
 		bulkN     uint32
 		pingNext  = int64(1)
 		pingEvery = int64(o.PingInterval)
+		jitter    = int64(o.PingJitter)
+		rnd       = uint64(0x9e3779b97f4a7c15)
 		poll      = int64(o.Poll)
+		// Pings sent in [warm, lossEnd) count for the loss: a later
+		// one may still be queued when the run ends.
+		lossEnd   = max(end-bufNs-int64(100*time.Millisecond), warm+1)
+		lossSent  int
+		lossDeliv int
 	)
 	for now := clk.Now(); now < end; now = clk.Now() {
 		for int64(bulkNext) <= now {
@@ -284,8 +291,17 @@ func simulate(o Options, shaped bool) (simResult, error) {
 			p := pl.get()
 			*p = Packet{Size: o.PingSize, Flow: 0x7f4a7c15, Host: 2, Probe: true, Born: pingNext}
 			res.pings++
+			if p.Born >= warm && p.Born < lossEnd {
+				lossSent++
+			}
 			path.Send(now, p)
 			pingNext += pingEvery
+			if jitter > 0 { // xorshift: the ping's phase against the shaper's lease grid varies
+				rnd ^= rnd << 13
+				rnd ^= rnd >> 7
+				rnd ^= rnd << 17
+				pingNext += int64(rnd%uint64(2*jitter+1)) - jitter
+			}
 		}
 		for {
 			n := path.Recv(now, out)
@@ -301,6 +317,9 @@ func simulate(o Options, shaped bool) (simResult, error) {
 				lineBusy = start + lineNs(p.Size)
 				if p.Probe && p.Born >= warm {
 					res.delays = append(res.delays, lineBusy-p.Born-lineNs(p.Size))
+					if p.Born < lossEnd {
+						lossDeliv++
+					}
 				}
 				pl.put(p)
 			}
@@ -330,8 +349,8 @@ func simulate(o Options, shaped bool) (simResult, error) {
 		}
 	}
 	res.rate = float64(measured*8) / (float64(end-warm) / 1e9)
-	if res.pings > 0 {
-		res.pingLoss = float64(pingsLost) / float64(res.pings) * 100
+	if lossSent > 0 {
+		res.pingLoss = float64(lossSent-lossDeliv) / float64(lossSent) * 100
 	}
 	return res, nil
 }

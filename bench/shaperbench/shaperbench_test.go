@@ -85,3 +85,36 @@ func BenchmarkCost(b *testing.B) {
 		b.ReportMetric(cpu, "cpu-ns/pkt")
 	}
 }
+
+// swallowPath keeps pings forever without dropping them (a starved queue).
+type swallowPath struct {
+	Path
+	kept []*Packet
+}
+
+func (s *swallowPath) Send(now int64, p *Packet) {
+	if p.Probe {
+		s.kept = append(s.kept, p)
+		return
+	}
+	s.Path.Send(now, p)
+}
+
+// TestPingLossCountsStarvedPings: a ping that never comes out is lost even
+// if no one reports it dropped.
+func TestPingLossCountsStarvedPings(t *testing.T) {
+	o := Options{Duration: 2 * time.Second, BenchPackets: 64, Path: func(clk shaper.Clock, shaped bool, o Options, drop func(*Packet)) (Path, error) {
+		p, err := ShaperPath(clk, shaped, o, drop)
+		if shaped {
+			return &swallowPath{Path: p}, err
+		}
+		return p, err
+	}}
+	r, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PingLossPct != 100 || r.PingLossOff != 0 || r.P99AddedDelayMs != -1 || r.GoalsMet {
+		t.Errorf("starved pings: loss %.1f %% (off %.1f %%), p99 %.3f, goals met %v", r.PingLossPct, r.PingLossOff, r.P99AddedDelayMs, r.GoalsMet)
+	}
+}
