@@ -12,10 +12,14 @@ import (
 const usage = `pppfwd — a multi-core userspace PPPoE WAN fast path
 
 Usage:
-  pppfwd bench pipeline [flags]   synthetic benchmark of the whole pipeline (memport)
-  pppfwd help                     this text
+  pppfwd run [-config FILE] [-check]  run the router (PPPoE client, NAT, shaper) on the configured ports
+  pppfwd bench pipeline [flags]       whole-pipeline benchmark over in-memory ports
+  pppfwd bench nat [flags]            NAT conntrack table costs
+  pppfwd bench shaper [flags]         FQ-CoDel latency under load through the pipeline
+  pppfwd bench io [flags]             pppfwd on afpacket/afxdp over veth vs the kernel's forward + masquerade
+  pppfwd help                         this text
 
-Run "pppfwd bench pipeline -h" for a command's flags.
+Run "pppfwd <command> -h" for a command's flags.
 `
 
 func main() {
@@ -33,6 +37,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "bench":
 		return benchMain(args[1:], stdout, stderr)
+	case "run":
+		return runMain(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "pppfwd: unknown command %q\n\n%s", args[0], usage)
 	return 2

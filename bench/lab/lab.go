@@ -1,0 +1,262 @@
+// Package lab is pppfwd's network-namespace lab: a LAN host, the pppfwd
+// router and an ISP running pppfwd's own access concentrator, joined by
+// veth pairs, all in namespaces the lab creates (Linux, root). The ISP
+// side also stands in for the Internet: it answers ICMP echo and UDP echo
+// (port 7) for every address behind it. Tests and `pppfwd lab` share it.
+package lab
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/dataplane/router"
+	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/nic/rawsock"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// Addresses of the lab.
+var (
+	LANPrefix  = netip.MustParsePrefix("192.168.77.1/24") // the router's LAN address
+	HostAddr   = netip.MustParsePrefix("192.168.77.2/24")
+	ACAddr     = netip.MustParseAddr("100.64.0.1")
+	PoolFirst  = netip.MustParseAddr("100.64.0.10")
+	PoolLast   = netip.MustParseAddr("100.64.0.20")
+	DNSAddr    = netip.MustParseAddr("100.64.0.53")
+	RemoteAddr = netip.MustParseAddr("203.0.113.7") // "the Internet": any address works
+)
+
+// Options configure the lab.
+type Options struct {
+	Backend string // afpacket (default) or afxdp
+	Workers int    // default 1
+	Auth    string // chap (default) or pap
+	// Shape is the downlink shaper in tc-cake words ("" = none).
+	ShapeDown string
+	Logf      func(format string, args ...any)
+}
+
+// Lab is a running lab.
+type Lab struct {
+	lab              *nettest.Lab
+	LAN, Router, ISP *nettest.NS
+	R                *router.Router
+	AC               *pppoe.Server
+	cancel           context.CancelFunc
+	stopRouter       context.CancelFunc
+	routerDone       chan struct{}
+	wg               sync.WaitGroup
+	routerErr        error
+	replies          chan []byte
+	closeOnce        sync.Once
+}
+
+func u32(a netip.Addr) uint32 { return binary.BigEndian.Uint32(a.AsSlice()) }
+
+// Start builds the namespaces and starts the AC and the router.
+func Start(o Options) (_ *Lab, err error) {
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	if o.Backend == "" {
+		o.Backend = "afpacket"
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	l := &Lab{lab: nettest.New(), replies: make(chan []byte, 1024)}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	if l.LAN, err = l.lab.NewNS("lan"); err != nil {
+		return nil, err
+	}
+	if l.Router, err = l.lab.NewNS("rtr"); err != nil {
+		return nil, err
+	}
+	if l.ISP, err = l.lab.NewNS("isp"); err != nil {
+		return nil, err
+	}
+	for _, ns := range []*nettest.NS{l.LAN, l.Router, l.ISP} {
+		if err = ns.Sysctl("net.ipv6.conf.all.disable_ipv6", "1"); err != nil {
+			return nil, err
+		}
+		if err = ns.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"); err != nil {
+			return nil, err
+		}
+	}
+	if err = l.lab.Veth("lan0", l.LAN, "rlan", l.Router, o.Workers); err != nil {
+		return nil, err
+	}
+	if err = l.lab.Veth("rwan", l.Router, "isp0", l.ISP, o.Workers); err != nil {
+		return nil, err
+	}
+	for _, e := range []struct {
+		ns  *nettest.NS
+		ifn string
+	}{{l.LAN, "lan0"}, {l.Router, "rlan"}, {l.Router, "rwan"}, {l.ISP, "isp0"}} {
+		if err = e.ns.DisableOffloads(e.ifn); err != nil {
+			return nil, err
+		}
+		if err = e.ns.SetFeature(e.ifn, "tx", false); err != nil {
+			return nil, err
+		}
+	}
+	if err = l.LAN.AddAddr("lan0", HostAddr); err != nil {
+		return nil, err
+	}
+	if err = l.LAN.AddRoute("default", LANPrefix.Addr()); err != nil {
+		return nil, err
+	}
+
+	// The ISP: pppfwd's access concentrator on a raw socket.
+	var acConn *rawsock.Conn
+	if err = l.ISP.Do(func() (e error) {
+		acConn, e = rawsock.Open("isp0", hdr.EtherTypePPPoEDisc, hdr.EtherTypePPPoESess)
+		return e
+	}); err != nil {
+		return nil, fmt.Errorf("AC socket: %w", err)
+	}
+	auth := pppoe.AuthCHAPMD5
+	if o.Auth == "pap" {
+		auth = pppoe.AuthPAP
+	}
+	l.AC = pppoe.NewServer(pppoe.ServerConfig{ACName: "pppfwd-lab", Auth: auth,
+		Users:     map[string]string{"lab": "secret"},
+		LocalAddr: u32(ACAddr), PoolFirst: u32(PoolFirst), PoolLast: u32(PoolLast),
+		DNS: [2]uint32{u32(DNSAddr)}, Deliver: l.internet}, acConn)
+
+	// The router: pppfwd on afpacket/afxdp ports opened inside its namespace.
+	cfg := &router.Config{Backend: o.Backend, Workers: o.Workers, LANInterface: "rlan", WANInterface: "rwan",
+		LANAddr: LANPrefix, PortLo: 1024, PortHi: 65535, StatsInterval: 0}
+	cfg.PPPoE = pppoe.ClientConfig{Username: "lab", Password: "secret", PADOWait: -1, EchoInterval: time.Second}
+	if o.ShapeDown != "" {
+		if err = parseShape(cfg, o.ShapeDown); err != nil {
+			return nil, err
+		}
+	}
+	// Open inside the router's namespace: the ports' sockets stay there.
+	if err = l.Router.Do(func() (e error) {
+		l.R, e = router.Open(cfg, router.Ports{}, o.Logf)
+		return e
+	}); err != nil {
+		return nil, fmt.Errorf("router: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rctx, rcancel := context.WithCancel(ctx)
+	l.cancel, l.stopRouter = cancel, rcancel
+	l.routerDone = make(chan struct{})
+	l.wg.Add(2)
+	go func() { defer l.wg.Done(); _ = l.AC.Run(ctx) }()
+	go func() { defer l.wg.Done(); l.respond(ctx) }()
+	go func() { defer close(l.routerDone); l.routerErr = l.R.Run(rctx) }()
+	return l, nil
+}
+
+// WaitUp waits for the PPPoE session.
+func (l *Lab) WaitUp(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for l.R.Engine().Session() == nil {
+		if time.Now().After(deadline) {
+			st := l.R.Client().Status()
+			return fmt.Errorf("session not up after %v (state %s, last error %q)", timeout, st.State, st.LastError)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// internet is the AC's Deliver hook: copy and hand to the responder.
+func (l *Lab) internet(_ pppoe.SessionInfo, ip []byte) {
+	select {
+	case l.replies <- append([]byte(nil), ip...):
+	default:
+	}
+}
+
+// respond answers ICMP echo and UDP echo (port 7) for any destination.
+func (l *Lab) respond(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-l.replies:
+			if r := echo(p); r != nil {
+				_ = l.AC.SendIPv4(r)
+			}
+		}
+	}
+}
+
+func echo(p []byte) []byte {
+	ip := hdr.IPv4(p)
+	if !ip.IsValid() || ip.IsFragment() {
+		return nil
+	}
+	p = p[:ip.TotalLen()]
+	ip = hdr.IPv4(p)
+	hl := ip.HeaderLen()
+	src, dst := ip.Src(), ip.Dst()
+	binary.BigEndian.PutUint32(p[12:], dst)
+	binary.BigEndian.PutUint32(p[16:], src)
+	p[8] = 64
+	switch ip.Protocol() {
+	case hdr.ProtoICMP:
+		ic := hdr.ICMP(p[hl:])
+		if !ic.IsValid() || ic.Type() != hdr.ICMPEcho {
+			return nil
+		}
+		ic[0] = hdr.ICMPEchoReply
+		ic.SetChecksum(0)
+		ic.SetChecksum(hdr.Checksum(ic, 0))
+	case hdr.ProtoUDP:
+		u := hdr.UDP(p[hl:])
+		if !u.IsValid() || u.DstPort() != 7 {
+			return nil
+		}
+		sp, dp := u.SrcPort(), u.DstPort()
+		binary.BigEndian.PutUint16(u[0:], dp)
+		binary.BigEndian.PutUint16(u[2:], sp)
+		u.SetChecksum(0)
+		c := hdr.Checksum(u[:u.Length()], hdr.PseudoSum(p[12:16], p[16:20], hdr.ProtoUDP, u.Length()))
+		if c == 0 {
+			c = 0xffff
+		}
+		u.SetChecksum(c)
+	default:
+		return nil
+	}
+	ip.ComputeChecksum()
+	return p
+}
+
+// Close stops everything (the router ends its session with PADT first)
+// and removes the namespaces.
+func (l *Lab) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		if l.cancel != nil {
+			// The router first, so its PADT reaches a running AC.
+			l.stopRouter()
+			<-l.routerDone
+			err = l.routerErr
+			l.cancel()
+			l.wg.Wait()
+		}
+		if cerr := l.lab.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	})
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,266 @@
+// Package router assembles a running pppfwd router from a configuration
+// file: ports on the chosen backend, the dataplane engine, the control
+// plane and the PPPoE client. cmd/pppfwd's "run" command is a thin shell
+// around it, and the namespace lab uses it as is.
+package router
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/pppoe"
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+// Config is a router's configuration (see pppfwd.conf.example).
+type Config struct {
+	Backend string // afpacket, afxdp or netmap
+	Workers int
+
+	LANInterface string
+	LANAddr      netip.Prefix // the router's LAN address and prefix
+	WANInterface string
+
+	PPPoE pppoe.ClientConfig // user, password, service, AC, VLAN, MTU, state, echo
+
+	Up, Down shaper.Spec // Rate 0: that direction is not shaped
+
+	PortLo, PortHi uint16
+	NAT            nat.Config // capacity, per-host limit, filtering, forwards
+
+	HostTap       string        // TAP device for the router's own traffic ("" = built-in ARP/echo only)
+	StatsInterval time.Duration // log counters this often (0 = never)
+}
+
+// ParseConfig reads "key value" lines; '#' starts a comment. Unknown
+// keys, repeated single keys and bad values are errors naming the line.
+func ParseConfig(r io.Reader) (*Config, error) {
+	c := &Config{Backend: "afpacket", Workers: 1, PortLo: 1024, PortHi: 65535}
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 64*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		text = strings.TrimSpace(text)
+		if text == "" {
+			continue
+		}
+		i := strings.IndexAny(text, " \t=")
+		if i < 0 {
+			return nil, fmt.Errorf("line %d: %q has no value", line, text)
+		}
+		key, val := text[:i], strings.TrimSpace(text[i:])
+		val = strings.TrimSpace(strings.TrimPrefix(val, "="))
+		key = strings.TrimSpace(key)
+		val = strings.TrimSpace(val)
+		if key != "nat.forward" {
+			if seen[key] {
+				return nil, fmt.Errorf("line %d: %s given twice", line, key)
+			}
+			seen[key] = true
+		}
+		if err := c.set(key, val); err != nil {
+			return nil, fmt.Errorf("line %d: %s: %w", line, key, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return c, c.Validate()
+}
+
+func (c *Config) set(key, val string) error {
+	var err error
+	switch key {
+	case "backend":
+		switch val {
+		case "afpacket", "afxdp", "netmap":
+			c.Backend = val
+		default:
+			return fmt.Errorf("%q: want afpacket, afxdp or netmap", val)
+		}
+	case "workers":
+		c.Workers, err = atoiRange(val, 1, 64)
+	case "lan.interface":
+		c.LANInterface = val
+	case "lan.address":
+		c.LANAddr, err = netip.ParsePrefix(val)
+		if err == nil && (!c.LANAddr.Addr().Is4() || c.LANAddr.Bits() < 8 || c.LANAddr.Bits() > 30) {
+			err = fmt.Errorf("%q: want an IPv4 address with a /8../30 prefix", val)
+		}
+	case "wan.interface":
+		c.WANInterface = val
+	case "wan.vlan":
+		var v int
+		v, err = atoiRange(val, 0, 4094)
+		c.PPPoE.VLAN = uint16(v)
+	case "wan.vlan_prio":
+		var v int
+		v, err = atoiRange(val, 0, 7)
+		c.PPPoE.VLANPrio = uint8(v)
+	case "pppoe.user":
+		c.PPPoE.Username = val
+	case "pppoe.password":
+		c.PPPoE.Password = val
+	case "pppoe.service":
+		c.PPPoE.ServiceName = val
+	case "pppoe.ac_name":
+		c.PPPoE.ACName = val
+	case "pppoe.mtu":
+		c.PPPoE.MTU, err = atoiRange(val, 576, 1500)
+	case "pppoe.state":
+		c.PPPoE.StatePath = val
+	case "pppoe.echo_interval":
+		c.PPPoE.EchoInterval, err = time.ParseDuration(val)
+	case "pppoe.echo_failures":
+		c.PPPoE.EchoFailures, err = atoiRange(val, 1, 100)
+	case "pppoe.auth":
+		switch val {
+		case "any":
+			c.PPPoE.Auth = pppoe.AuthAny
+		case "pap":
+			c.PPPoE.Auth = pppoe.AuthPAP
+		case "chap":
+			c.PPPoE.Auth = pppoe.AuthCHAPMD5
+		default:
+			return fmt.Errorf("%q: want any, pap or chap", val)
+		}
+	case "shaper.up":
+		c.Up, err = shaper.ParseSpec(val)
+	case "shaper.down":
+		c.Down, err = shaper.ParseSpec(val)
+	case "nat.ports":
+		lo, hi, ok := strings.Cut(val, "-")
+		var l, h int
+		if l, err = atoiRange(lo, 1, 65535); err == nil && ok {
+			h, err = atoiRange(hi, l+1, 65535)
+		} else if !ok {
+			err = fmt.Errorf("%q: want LO-HI", val)
+		}
+		c.PortLo, c.PortHi = uint16(l), uint16(h)
+	case "nat.capacity":
+		c.NAT.Capacity, err = atoiRange(val, 64, 1<<26)
+	case "nat.max_per_host":
+		c.NAT.MaxPerHost, err = atoiRange(val, 0, 1<<26)
+	case "nat.filtering":
+		switch val {
+		case "eif", "endpoint-independent":
+			c.NAT.Filtering = nat.EndpointIndependent
+		case "adf", "address-dependent":
+			c.NAT.Filtering = nat.AddressDependent
+		default:
+			return fmt.Errorf("%q: want eif or adf", val)
+		}
+	case "nat.forward":
+		var f nat.Forward
+		f, err = parseForward(val)
+		c.NAT.Forwards = append(c.NAT.Forwards, f)
+	case "host.tap":
+		c.HostTap = val
+	case "stats.interval":
+		c.StatsInterval, err = time.ParseDuration(val)
+	default:
+		return fmt.Errorf("unknown key")
+	}
+	return err
+}
+
+// parseForward reads "tcp|udp EXTPORT LANADDR:PORT".
+func parseForward(s string) (nat.Forward, error) {
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return nat.Forward{}, fmt.Errorf("%q: want PROTO EXTPORT ADDR:PORT", s)
+	}
+	var fw nat.Forward
+	switch f[0] {
+	case "tcp":
+		fw.Proto = hdr.ProtoTCP
+	case "udp":
+		fw.Proto = hdr.ProtoUDP
+	default:
+		return nat.Forward{}, fmt.Errorf("%q: protocol tcp or udp", f[0])
+	}
+	p, err := atoiRange(f[1], 1, 65535)
+	if err != nil {
+		return nat.Forward{}, err
+	}
+	fw.ExtPort = uint16(p)
+	ap, err := netip.ParseAddrPort(f[2])
+	if err != nil || !ap.Addr().Is4() || ap.Port() == 0 {
+		return nat.Forward{}, fmt.Errorf("%q: want IPv4ADDR:PORT", f[2])
+	}
+	a := ap.Addr().As4()
+	fw.LANAddr = uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	fw.LANPort = ap.Port()
+	return fw, nil
+}
+
+func atoiRange(s string, lo, hi int) (int, error) {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	if v < lo || v > hi {
+		return 0, fmt.Errorf("%d out of range %d..%d", v, lo, hi)
+	}
+	return v, nil
+}
+
+// Validate checks that the required keys are present and consistent.
+func (c *Config) Validate() error {
+	switch {
+	case c.LANInterface == "":
+		return fmt.Errorf("lan.interface is required")
+	case c.WANInterface == "":
+		return fmt.Errorf("wan.interface is required")
+	case !c.LANAddr.IsValid():
+		return fmt.Errorf("lan.address is required")
+	case c.PPPoE.Username == "":
+		return fmt.Errorf("pppoe.user is required")
+	case int(c.PortHi)-int(c.PortLo) < c.Workers:
+		return fmt.Errorf("nat.ports: range smaller than the worker count")
+	}
+	for _, f := range c.NAT.Forwards {
+		if !c.contains(f.LANAddr) {
+			return fmt.Errorf("nat.forward to %s: not in lan.address's prefix", addrString(f.LANAddr))
+		}
+	}
+	for _, sp := range []shaper.Spec{c.Up, c.Down} {
+		if err := sp.Config.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RouterAddr returns the LAN address as a uint32.
+func (c *Config) RouterAddr() uint32 {
+	a := c.LANAddr.Addr().As4()
+	return uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+}
+
+// LANNet returns the LAN network as a uint32.
+func (c *Config) LANNet() uint32 {
+	return c.RouterAddr() & (^uint32(0) << (32 - c.LANAddr.Bits()))
+}
+
+func (c *Config) contains(a uint32) bool {
+	m := ^uint32(0) << (32 - c.LANAddr.Bits())
+	return a&m == c.LANNet()
+}
+
+func addrString(a uint32) string {
+	return netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)}).String()
+}

@@ -1,0 +1,72 @@
+package router
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/pppfwd/pppfwd/dataplane/nat"
+)
+
+func TestExampleConfigParses(t *testing.T) {
+	f, err := os.Open("../../pppfwd.conf.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := ParseConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Workers != 2 || c.LANInterface != "eth1" || c.RouterAddr() != 0xc0a80101 || c.LANNet() != 0xc0a80100 ||
+		c.Up.Rate != 450e6 || c.Down.Rate != 900e6 || c.PPPoE.Username != "user@isp.example" {
+		t.Fatalf("parsed %+v", c)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	base := "lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n"
+	cases := []struct{ text, want string }{
+		{base + "workers 0\n", "line 5: workers"},
+		{base + "bogus 1\n", "unknown key"},
+		{base + "workers 2\nworkers 3\n", "given twice"},
+		{base + "nat.forward tcp 80 10.0.1.5:80\n", "not in lan.address"},
+		{base + "nat.forward icmp 80 10.0.0.5:80\n", "protocol"},
+		{base + "shaper.down bandwidth lots\n", "shaper.down"},
+		{base + "lan.address 10.0.0.1/31\n", "given twice"},
+		{"wan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n", "lan.interface is required"},
+		{base + "nat.ports 2000-1000\n", "nat.ports"},
+		{base + "pppoe.mtu 9000\n", "out of range"},
+		{base + "keyonly\n", "no value"},
+	}
+	for _, c := range cases {
+		_, err := ParseConfig(strings.NewReader(c.text))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.text, err, c.want)
+		}
+	}
+	c, err := ParseConfig(strings.NewReader(base + "nat.forward tcp 443 10.0.0.9:8443\nnat.forward = udp 53 10.0.0.9:53\nnat.filtering adf\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.NAT.Forwards) != 2 || c.NAT.Forwards[0].LANPort != 8443 || c.NAT.Forwards[1].ExtPort != 53 || c.NAT.Filtering != nat.AddressDependent {
+		t.Fatalf("forwards %+v", c.NAT)
+	}
+}
+
+// FuzzParseConfig: arbitrary files never panic, and an accepted file
+// passes Validate.
+func FuzzParseConfig(f *testing.F) {
+	b, _ := os.ReadFile("../../pppfwd.conf.example")
+	f.Add(string(b))
+	f.Add("lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\nnat.forward tcp 1 10.0.0.2:3\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseConfig(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("accepted config fails Validate: %v", err)
+		}
+	})
+}

@@ -1,0 +1,190 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/afpacket"
+	"github.com/pppfwd/pppfwd/nic/afxdp"
+	"github.com/pppfwd/pppfwd/nic/netmap"
+	"github.com/pppfwd/pppfwd/nic/pin"
+	"github.com/pppfwd/pppfwd/nic/tap"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// Router is a running pppfwd: ports, engine, control plane, PPPoE client.
+type Router struct {
+	cfg      *Config
+	lan, wan nic.Port
+	host     nic.Port
+	lanMAC   [6]byte
+	wanMAC   [6]byte
+	e        *dataplane.Engine
+	ctl      *dataplane.Control
+	cli      *pppoe.Client
+	logf     func(format string, args ...any)
+}
+
+// Ports are already-open LAN and WAN ports (for labs and tests that open
+// them inside a namespace); nil fields are opened from the config.
+type Ports struct {
+	LAN, WAN       nic.Port
+	LANMAC, WANMAC [6]byte
+}
+
+// Open opens the ports (unless given) and builds the router.
+func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	r := &Router{cfg: cfg, logf: logf, lan: ports.LAN, wan: ports.WAN, lanMAC: ports.LANMAC, wanMAC: ports.WANMAC}
+	var err error
+	if r.lan == nil {
+		if r.lanMAC, err = ifaceMAC(cfg.LANInterface); err != nil {
+			return nil, err
+		}
+		if r.lan, err = openPort(cfg, cfg.LANInterface, []uint16{hdr.EtherTypeIPv4, hdr.EtherTypeARP}); err != nil {
+			return nil, fmt.Errorf("LAN %s: %w", cfg.LANInterface, err)
+		}
+	}
+	if r.wan == nil {
+		if r.wanMAC, err = ifaceMAC(cfg.WANInterface); err != nil {
+			r.Close()
+			return nil, err
+		}
+		et := []uint16{hdr.EtherTypePPPoEDisc, hdr.EtherTypePPPoESess}
+		if cfg.PPPoE.VLAN != 0 {
+			et = []uint16{hdr.EtherTypeVLAN}
+		}
+		if r.wan, err = openPort(cfg, cfg.WANInterface, et); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("WAN %s: %w", cfg.WANInterface, err)
+		}
+	}
+	if cfg.HostTap != "" {
+		if r.host, err = tap.Open(cfg.HostTap, tap.Config{Up: true}); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("host tap %s: %w", cfg.HostTap, err)
+		}
+	}
+	dc := dataplane.Config{
+		Workers: cfg.Workers, LAN: r.lan, WAN: r.wan,
+		RouterMAC: r.lanMAC, RouterAddr: cfg.RouterAddr(), LANNet: cfg.LANNet(), LANBits: cfg.LANAddr.Bits(),
+		PortLo: cfg.PortLo, PortHi: cfg.PortHi, NAT: cfg.NAT, Up: cfg.Up, Down: cfg.Down,
+		Pin: pin.Pin, ThreadCPU: threadCPU,
+	}
+	if r.e, err = dataplane.New(dc); err != nil {
+		r.Close()
+		return nil, err
+	}
+	r.ctl = dataplane.NewControl(r.e, dataplane.ControlConfig{WANMAC: r.wanMAC, Host: r.host})
+	pc := cfg.PPPoE
+	pc.Logf = logf
+	r.cli = pppoe.NewClient(pc, r.ctl.WANConn(), r.publish)
+	return r, nil
+}
+
+func threadCPU() int64 {
+	d, err := pin.ThreadCPUTime()
+	if err != nil {
+		return 0
+	}
+	return int64(d)
+}
+
+func (r *Router) publish(s *pppoe.Session) {
+	if s == nil {
+		r.logf("pppfwd: session down")
+	} else {
+		r.logf("pppfwd: session %d up: %s peer %s mtu %d", s.ID, addrString(s.LocalAddr), addrString(s.PeerAddr), s.MTU)
+	}
+	r.e.SetSession(s)
+}
+
+// Engine returns the dataplane engine.
+func (r *Router) Engine() *dataplane.Engine { return r.e }
+
+// Client returns the PPPoE client.
+func (r *Router) Client() *pppoe.Client { return r.cli }
+
+// Control returns the control plane.
+func (r *Router) Control() *dataplane.Control { return r.ctl }
+
+// Run forwards until ctx is done, then ends the session cleanly (LCP
+// Terminate, PADT), stops the workers and closes the ports.
+func (r *Router) Run(ctx context.Context) error {
+	r.e.Start()
+	ctlCtx, stopCtl := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = r.ctl.Run(ctlCtx) }()
+	if r.cfg.StatsInterval > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.statsLoop(ctlCtx) }()
+	}
+	err := r.cli.Run(ctx) // returns after Terminate/PADT when ctx is done
+	stopCtl()
+	wg.Wait()
+	if serr := r.e.Stop(); serr != nil && err == nil {
+		err = serr
+	}
+	r.Close()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+func (r *Router) statsLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.StatsInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c := r.e.Totals()
+			st := r.cli.Status()
+			r.logf("pppfwd: state %s rtt %v lan rx %d tx %d, wan rx %d tx %d, exceptions %d, drops %v",
+				st.State, st.EchoRTT, c.RxLAN, c.TxLAN, c.RxWAN, c.TxWAN, c.Exception, c.DropMap())
+		}
+	}
+}
+
+// Close releases the ports.
+func (r *Router) Close() {
+	for _, p := range []nic.Port{r.lan, r.wan, r.host} {
+		if p != nil {
+			p.Close()
+		}
+	}
+}
+
+func ifaceMAC(name string) ([6]byte, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return [6]byte{}, err
+	}
+	if len(ifi.HardwareAddr) != 6 {
+		return [6]byte{}, fmt.Errorf("%s has no Ethernet address", name)
+	}
+	return [6]byte(ifi.HardwareAddr), nil
+}
+
+func openPort(cfg *Config, ifname string, ethertypes []uint16) (nic.Port, error) {
+	switch cfg.Backend {
+	case "afxdp":
+		return afxdp.Open(ifname, afxdp.Options{Queues: cfg.Workers, EtherTypes: ethertypes})
+	case "netmap":
+		return netmap.Open(ifname, netmap.Config{Queues: cfg.Workers})
+	default:
+		return afpacket.Open(ifname, afpacket.Config{Queues: cfg.Workers})
+	}
+}
