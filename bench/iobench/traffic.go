@@ -173,14 +173,19 @@ func Parse(b []byte) (Packet, error) {
 	case hdr.EtherTypeIPv4:
 	case hdr.EtherTypePPPoESess:
 		pp := hdr.PPPoE(b[off:])
-		if !pp.IsValid() || pp[0] != 0x11 || pp.Code() != 0 || pp.PPPProto() != hdr.PPPIPv4 {
+		if len(pp) < hdr.PPPoELen+hdr.PPPLen {
+			return p, ErrTruncated
+		}
+		if pp[0] != 0x11 || pp.Code() != 0 || pp.PPPProto() != hdr.PPPIPv4 {
 			return p, ErrNotIPv4
+		}
+		if !pp.IsValid() || int(pp.Length()) < hdr.PPPLen {
+			return p, ErrTruncated
 		}
 		p.PPPoE, p.Session = true, pp.SessionID()
 		off += hdr.PPPoELen + hdr.PPPLen
-		if int(pp.Length()) < hdr.PPPLen || off-hdr.PPPLen+int(pp.Length()) > len(b) {
-			return p, ErrTruncated
-		}
+		// The IPv4 packet must fit in the PPPoE payload.
+		b = b[:off-hdr.PPPLen+int(pp.Length())]
 	default:
 		return p, ErrNotIPv4
 	}
@@ -248,6 +253,9 @@ func Reply(rx []byte) ([]byte, error) {
 	out := append([]byte(nil), rx[:p.IPOff+p.IPLen]...)
 	copy(out[0:6], p.SrcMAC[:])
 	copy(out[6:12], p.DstMAC[:])
+	if p.PPPoE {
+		binary.BigEndian.PutUint16(out[p.IPOff-hdr.PPPLen-2:], uint16(hdr.PPPLen+p.IPLen))
+	}
 	ip := hdr.IPv4(out[p.IPOff:])
 	binary.BigEndian.PutUint32(ip[12:], p.Dst)
 	binary.BigEndian.PutUint32(ip[16:], p.Src)

@@ -1,0 +1,431 @@
+package iobench
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"go.uber.org/goleak"
+
+	"github.com/pppfwd/pppfwd/bench/pipeline"
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/memport"
+	"github.com/pppfwd/pppfwd/shaper"
+)
+
+var testMAC = [6]byte{0x02, 0xaa, 0, 0, 0, 1}
+
+// reserialize decodes b with gopacket and serializes it again with
+// gopacket's own checksums: a frame whose checksums are right comes back
+// byte for byte.
+func reserialize(t *testing.T, b []byte) []byte {
+	t.Helper()
+	pkt := gopacket.NewPacket(b, layers.LayerTypeEthernet, gopacket.Default)
+	if el := pkt.ErrorLayer(); el != nil {
+		t.Fatalf("gopacket: %v", el.Error())
+	}
+	var ls []gopacket.SerializableLayer
+	var ip *layers.IPv4
+	for _, l := range pkt.Layers() {
+		switch v := l.(type) {
+		case *layers.IPv4:
+			ip = v
+			ls = append(ls, v)
+		case *layers.UDP:
+			_ = v.SetNetworkLayerForChecksum(ip)
+			ls = append(ls, v)
+		case *layers.TCP:
+			_ = v.SetNetworkLayerForChecksum(ip)
+			ls = append(ls, v)
+		case gopacket.SerializableLayer:
+			ls = append(ls, v)
+		}
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true}, ls...); err != nil {
+		t.Fatalf("serialize: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// sameFrame fails unless got equals want, printing only the first
+// difference.
+func sameFrame(t *testing.T, what string, got, want []byte) {
+	t.Helper()
+	if bytes.Equal(got, want) {
+		return
+	}
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	t.Fatalf("%s: %d vs %d bytes, first difference at byte %d: got %x, want %x", what, len(got), len(want), i,
+		got[i:min(i+8, len(got))], want[i:min(i+8, len(want))])
+}
+
+func TestUplink(t *testing.T) {
+	flows := Flows(3, 3, 3)
+	for _, tc := range []struct {
+		name string
+		flow int
+		size int
+	}{
+		{"udp64", 0, 64}, {"udp1500", 1, 1500}, {"udp777", 2, 777},
+		{"tcp64", 3, 64}, {"tcp1500", 4, 1500}, {"tcp99", 5, 99},
+		{"icmp64", 6, 64}, {"icmp1500", 7, 1500}, {"icmp65", 8, 65},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := flows[tc.flow]
+			b, err := Uplink(f, tc.flow, tc.size, testMAC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) != tc.size {
+				t.Fatalf("frame is %d bytes, want %d", len(b), tc.size)
+			}
+			p, err := Parse(b)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if p.DstMAC != testMAC || p.SrcMAC != f.HostMAC || p.Proto != f.Proto || p.Src != f.Host ||
+				p.Dst != f.Remote || p.ID != uint16(tc.flow) || p.TTL != 64 || p.PPPoE {
+				t.Fatalf("parsed %+v from flow %+v", p, f)
+			}
+			if f.Proto == hdr.ProtoICMP {
+				if p.ICMPType != hdr.ICMPEcho || p.SrcPort != f.SrcPort {
+					t.Fatalf("ICMP %+v", p)
+				}
+			} else if p.SrcPort != f.SrcPort || p.DstPort != f.DstPort {
+				t.Fatalf("ports %d -> %d, want %d -> %d", p.SrcPort, p.DstPort, f.SrcPort, f.DstPort)
+			}
+			sameFrame(t, "gopacket re-serialization", b, reserialize(t, b))
+		})
+	}
+	if _, err := Uplink(flows[0], 0, 63, testMAC); err == nil {
+		t.Error("63-byte frame accepted")
+	}
+	if _, err := Uplink(Flow{Proto: 47}, 0, 64, testMAC); err == nil {
+		t.Error("GRE flow accepted")
+	}
+}
+
+func pppoeFrame(t *testing.T, eth []byte) []byte {
+	t.Helper()
+	f := nic.NewFrame()
+	f.SetData(eth[hdr.EthernetLen:])
+	if !pipeline.Session().Encap(f) {
+		t.Fatal("encap")
+	}
+	return append([]byte(nil), f.Data()...)
+}
+
+func TestParseRejects(t *testing.T) {
+	good, err := Uplink(Flows(1, 0, 0)[0], 0, 100, testMAC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, _ := Uplink(Flows(0, 1, 0)[0], 0, 100, testMAC)
+	icmp, _ := Uplink(Flows(0, 0, 1)[0], 0, 100, testMAC)
+	mod := func(b []byte, fn func(b []byte)) []byte {
+		c := append([]byte(nil), b...)
+		fn(c)
+		return c
+	}
+	sess := pppoeFrame(t, good)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"empty", nil, ErrTruncated},
+		{"arp", mod(good, func(b []byte) { b[12], b[13] = 0x08, 0x06 }), ErrNotIPv4},
+		{"ip header checksum", mod(good, func(b []byte) { b[14+8]-- }), ErrIPChecksum},
+		{"udp payload", mod(good, func(b []byte) { b[60]++ }), ErrL4Checksum},
+		{"tcp payload", mod(tcp, func(b []byte) { b[80]++ }), ErrL4Checksum},
+		{"icmp payload", mod(icmp, func(b []byte) { b[80]++ }), ErrL4Checksum},
+		{"truncated ip", good[:30], ErrTruncated},
+		{"udp length", mod(good, func(b []byte) { binary.BigEndian.PutUint16(b[14+20+4:], 9) }), ErrTruncated},
+		{"pppoe lcp", mod(sess, func(b []byte) { b[20], b[21] = 0xc0, 0x21 }), ErrNotIPv4},
+		{"pppoe long", mod(sess, func(b []byte) { binary.BigEndian.PutUint16(b[18:], 2000) }), ErrTruncated},
+		{"gre", mod(good, func(b []byte) {
+			b[14+9] = 47
+			hdr.IPv4(b[14:]).ComputeChecksum()
+		}), ErrUnsupported},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Parse(tc.b); !errors.Is(err, tc.want) {
+				t.Fatalf("Parse: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	p, err := Parse(sess)
+	if err != nil || !p.PPPoE || p.Session != pipeline.Session().ID || p.ID != 0 {
+		t.Fatalf("PPPoE frame: %+v, %v", p, err)
+	}
+}
+
+func TestReply(t *testing.T) {
+	flows := Flows(1, 1, 1)
+	for i, f := range flows {
+		up, err := Uplink(f, i, 90, testMAC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, enc := range []string{"ethernet", "pppoe"} {
+			t.Run(enc+"-"+map[uint8]string{6: "tcp", 17: "udp", 1: "icmp"}[f.Proto], func(t *testing.T) {
+				rx := up
+				if enc == "pppoe" {
+					rx = pppoeFrame(t, up)
+				}
+				r, err := Reply(rx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				q, err := Parse(r)
+				if err != nil {
+					t.Fatalf("reply does not parse: %v", err)
+				}
+				p, _ := Parse(rx)
+				if q.SrcMAC != p.DstMAC || q.DstMAC != p.SrcMAC || q.Src != p.Dst || q.Dst != p.Src ||
+					q.ID != p.ID || q.PPPoE != p.PPPoE || q.Session != p.Session || q.TTL != 64 || len(r) != len(rx) {
+					t.Fatalf("reply %+v to %+v", q, p)
+				}
+				if f.Proto == hdr.ProtoICMP {
+					if q.ICMPType != hdr.ICMPEchoReply || q.SrcPort != p.SrcPort {
+						t.Fatalf("ICMP reply %+v", q)
+					}
+					if _, err := Reply(r); err == nil {
+						t.Fatal("an echo reply was answered")
+					}
+					return
+				}
+				if q.SrcPort != p.DstPort || q.DstPort != p.SrcPort {
+					t.Fatalf("ports %d -> %d", q.SrcPort, q.DstPort)
+				}
+				// Answering the answer gives the original frame back.
+				rr, err := Reply(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameFrame(t, "reply of the reply", rr, rx)
+				if enc == "ethernet" {
+					sameFrame(t, "gopacket re-serialization", r, reserialize(t, r))
+				}
+			})
+		}
+	}
+}
+
+func FuzzParseReply(f *testing.F) {
+	for i, fl := range Flows(1, 1, 1) {
+		b, _ := Uplink(fl, i, 64+i*100, testMAC)
+		f.Add(b)
+		fr := nic.NewFrame()
+		fr.SetData(b[14:])
+		pipeline.Session().Encap(fr)
+		f.Add(append([]byte(nil), fr.Data()...))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := Parse(b)
+		if err != nil {
+			if _, rerr := Reply(b); rerr == nil {
+				t.Fatal("Reply accepted what Parse rejects")
+			}
+			return
+		}
+		if p.IPOff+p.IPLen > len(b) {
+			t.Fatalf("packet at %d+%d beyond %d bytes", p.IPOff, p.IPLen, len(b))
+		}
+		r, err := Reply(b)
+		if err != nil {
+			if p.Proto == hdr.ProtoICMP && p.ICMPType != hdr.ICMPEcho {
+				return
+			}
+			t.Fatalf("Reply: %v", err)
+		}
+		q, err := Parse(r)
+		if err != nil {
+			t.Fatalf("reply does not parse: %v", err)
+		}
+		if q.Src != p.Dst || q.Dst != p.Src || q.Proto != p.Proto || q.ID != p.ID {
+			t.Fatalf("reply %+v to %+v", q, p)
+		}
+	})
+}
+
+func TestFastMatch(t *testing.T) {
+	flows := Flows(4, 0, 0)
+	b, _ := Uplink(flows[3], 3, 64, testMAC)
+	far, _ := Uplink(flows[3], 9, 64, testMAC)
+	m := FastMatch(testMAC[:4], hdr.EtherTypeIPv4, len(flows))
+	mp := FastMatch(pipeline.Session().PeerMAC[:], hdr.EtherTypePPPoESess, len(flows))
+	other := append([]byte(nil), b...)
+	other[0] ^= 0x80
+	for _, tc := range []struct {
+		name string
+		m    Match
+		b    []byte
+		want int
+	}{
+		{"flow", m, b, 3},
+		{"flow index too large", m, far, Bad},
+		{"other MAC", m, other, Other},
+		{"short", m, b[:20], Other},
+		{"plain frame to a PPPoE sink", mp, b, Other},
+	} {
+		if got := tc.m(tc.b); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	// A PPPoE frame to the peer.
+	sb := pppoeFrame(t, b)
+	if got := mp(sb); got != 3 {
+		t.Errorf("pppoe: %d, want 3", got)
+	}
+}
+
+// TestLoadLoopback runs the generator over two paired in-memory ports: A's
+// uplink arrives at B unchanged, B's downlink at A; every frame must be
+// counted once, by flow, and a corrupt frame as Bad.
+func TestLoadLoopback(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	flows := Flows(5, 0, 0)
+	up := make([][]byte, len(flows))
+	for i, f := range flows {
+		up[i], _ = Uplink(f, i, 64, testMAC)
+	}
+	a, b := memport.New("a", 1, 256), memport.New("b", 1, 256)
+	memport.Pair(a, b)
+	var firstErr error
+	okCheck := func(int, Packet) error { return nil }
+	const n = 1003
+	c, err := Load{A: a, B: b, Up: up, Down: up, Flows: len(flows), Count: n, Batch: 8, CPU: -1,
+		MatchA: FullMatch(len(flows), okCheck, &firstErr), MatchB: FullMatch(len(flows), okCheck, &firstErr),
+		Drain: 20 * time.Millisecond}.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	if c.UpSent != n || c.DownSent != n || c.UpRecv != n || c.DownRecv != n || c.UpBad+c.DownBad != 0 {
+		t.Fatalf("counts %+v, want %d each way", c, n)
+	}
+	for i := range flows {
+		want := uint64(n / len(flows))
+		if i < n%len(flows) {
+			want++
+		}
+		if c.PerFlowUp[i] != want || c.PerFlowDown[i] != want {
+			t.Errorf("flow %d: %d up, %d down, want %d", i, c.PerFlowUp[i], c.PerFlowDown[i], want)
+		}
+	}
+
+	// A corrupt frame is counted as Bad, never as delivered.
+	bad := append([]byte(nil), up[0]...)
+	bad[len(bad)-1]++
+	firstErr = nil
+	c, err = Load{A: a, B: b, Up: [][]byte{bad}, Down: up, Flows: len(flows), Count: 10, CPU: -1,
+		MatchA: FullMatch(len(flows), okCheck, nil), MatchB: FullMatch(len(flows), okCheck, &firstErr),
+		Drain: 20 * time.Millisecond}.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.UpRecv != 0 || c.UpBad != 10 || !errors.Is(firstErr, ErrL4Checksum) {
+		t.Fatalf("corrupt uplink: recv %d bad %d (%v)", c.UpRecv, c.UpBad, firstErr)
+	}
+}
+
+// TestPipelineMemport is the integration test's logic without privileges:
+// the generator drives a real engine (PPPoE, NAT, shaper, 2 workers) over
+// in-memory ports, with B answering what it received.
+func TestPipelineMemport(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const workers = 2
+	ga, lan := memport.New("gen-a", workers, 1024), memport.New("lan", workers, 1024)
+	gb, wan := memport.New("gen-b", workers, 1024), memport.New("wan", workers, 1024)
+	memport.Pair(ga, lan)
+	memport.Pair(gb, wan)
+	flows := Flows(64, 8, 8)
+	sp, err := shaper.ParseSpec("bandwidth 10gbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := StartEngine(lan, wan, FwdConfig{Workers: workers, Shape: sp, Flows: flows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			fw.Stop()
+		}
+	}()
+	checkPipeline(t, fw, ga, gb, flows)
+	stopped = true
+	if err := fw.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkPipeline primes every flow, loads both directions at a moderate
+// rate and requires every frame at the far end, intact and translated,
+// and no drop in the engine.
+func checkPipeline(t *testing.T, fw *Forwarder, a, b nic.Port, flows []Flow) {
+	t.Helper()
+	up := make([][]byte, len(flows))
+	for i, f := range flows {
+		var err error
+		if up[i], err = Uplink(f, i, 64+(i*97)%1400, pipeline.RouterMAC); err != nil {
+			t.Fatal(err)
+		}
+	}
+	down, err := Prime(a, b, up, flows, CheckUpPPPoE(flows), 5*time.Second)
+	if err != nil {
+		t.Fatalf("priming: %v (engine drops %v)", err, fw.Engine.Totals().DropMap())
+	}
+	var upErr, downErr error
+	const n = 4000
+	c, err := Load{A: a, B: b, Up: up, Down: down, Flows: len(flows), Count: n, Rate: 4000, CPU: -1,
+		MatchA: FullMatch(len(flows), CheckDown(flows), &downErr),
+		MatchB: FullMatch(len(flows), CheckUpPPPoE(flows), &upErr),
+		Drain:  500 * time.Millisecond}.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upErr != nil || downErr != nil {
+		t.Errorf("bad frames: uplink %v, downlink %v", upErr, downErr)
+	}
+	drops := fw.Engine.Totals().DropMap()
+	t.Logf("sent %d/%d, received %d/%d, bad %d/%d; engine drops %v; control frames %d",
+		c.UpSent, c.DownSent, c.UpRecv, c.DownRecv, c.UpBad, c.DownBad, drops, fw.ControlFrames())
+	if c.UpSent != n || c.DownSent != n {
+		t.Fatalf("generator sent %d up, %d down, want %d", c.UpSent, c.DownSent, n)
+	}
+	if c.UpRecv != n || c.DownRecv != n || c.UpBad+c.DownBad != 0 {
+		t.Fatalf("lost frames below capacity: %d of %d up, %d of %d down arrived (bad %d/%d)",
+			c.UpRecv, n, c.DownRecv, n, c.UpBad, c.DownBad)
+	}
+	for i := range flows {
+		want := uint64(n / len(flows))
+		if i < n%len(flows) {
+			want++
+		}
+		if c.PerFlowUp[i] != want || c.PerFlowDown[i] != want {
+			t.Errorf("flow %d: %d up, %d down, want %d", i, c.PerFlowUp[i], c.PerFlowDown[i], want)
+		}
+	}
+	for k, v := range drops {
+		if v != 0 {
+			t.Errorf("engine dropped %d frames: %s", v, k)
+		}
+	}
+	if n := fw.ControlFrames(); n != 0 {
+		t.Errorf("%d frames went to the control path", n)
+	}
+}
