@@ -126,14 +126,15 @@ func (w *Worker) run() {
 		cpu0 = w.cfg.ThreadCPU()
 	}
 	idle := 0
-	for !w.e.stop.Load() {
+	for iter := uint(0); !w.e.stop.Load(); iter++ {
 		if w.step() == 0 {
 			idle = backoff(idle)
 		} else {
 			idle = 0
 		}
 		w.pub.publish(&w.c)
-		if w.cfg.ThreadCPU != nil && idle == 0 {
+		// The thread CPU clock is a system call: read it now and then.
+		if w.cfg.ThreadCPU != nil && iter&255 == 0 {
 			w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))
 		}
 	}
