@@ -9,7 +9,9 @@ import (
 
 // Ping runs the system ping in the LAN namespace.
 func (l *Lab) Ping(dst string, count int) (string, error) {
-	return l.LAN.Exec("ping", "-c", fmt.Sprint(count), "-i", "0.2", "-W", "2", dst)
+	// -w: wait for every reply up to the deadline (-W alone gives up on
+	// late replies after twice the largest RTT seen, flaky under load).
+	return l.LAN.Exec("ping", "-c", fmt.Sprint(count), "-i", "0.2", "-w", "15", dst)
 }
 
 // UDPEcho opens flows UDP sockets in the LAN namespace, each sending per
