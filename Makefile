@@ -34,9 +34,12 @@ bench-smoke:
 
 test: deps lint unit bench-smoke
 
-# The main job: the whole-pipeline benchmark (steering, PPPoE, NAT, MSS
-# clamp, shaper) on one and two workers.
+# The main job: pppfwd in the namespace lab (a LAN host reaching the
+# "Internet" through pppfwd's PPPoE session, NAT and workers; needs root),
+# then the whole-pipeline benchmark on one and two workers.
 demo: build
+	@if [ "$$(id -u)" = 0 ]; then ./bin/pppfwd lab --workers 2; \
+	else echo "demo: not root, skipping the namespace lab (pppfwd lab)"; fi
 	./bin/pppfwd bench pipeline --workers 1 --flows 10000 --size 64 --duration 5s
 	./bin/pppfwd bench pipeline --workers 2 --flows 10000 --size 64 --duration 5s
 

@@ -2,9 +2,7 @@ package lab
 
 import (
 	"fmt"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,46 +32,20 @@ func TestIntegrationLab(t *testing.T) {
 			if err := l.WaitUp(15 * time.Second); err != nil {
 				t.Fatal(err)
 			}
-			out, err := l.LAN.Exec("ping", "-c", "3", "-i", "0.2", "-W", "2", LANPrefix.Addr().String())
+			out, err := l.Ping(LANPrefix.Addr().String(), 3)
 			if err != nil || !strings.Contains(out, " 0% packet loss") {
 				t.Fatalf("ping gateway: %v\n%s", err, out)
 			}
-			out, err = l.LAN.Exec("ping", "-c", "5", "-i", "0.2", "-W", "2", RemoteAddr.String())
+			out, err = l.Ping(RemoteAddr.String(), 5)
 			if err != nil || !strings.Contains(out, " 0% packet loss") {
 				t.Fatalf("ping through PPPoE: %v\n%s", err, out)
 			}
 			const flows, per = 64, 20
-			// Sockets are opened inside the LAN namespace (on Do's thread);
-			// the goroutines using them may run on any thread.
-			conns := make([]net.Conn, flows)
-			err = l.LAN.Do(func() error {
-				for i := range conns {
-					c, err := net.Dial("udp4", fmt.Sprintf("203.0.113.%d:7", 1+i%50))
-					if err != nil {
-						return err
-					}
-					conns[i] = c
-				}
-				return nil
-			})
+			got, err := l.UDPEcho(flows, per)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var lost int
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for _, c := range conns {
-				wg.Add(1)
-				go func(c net.Conn) {
-					defer wg.Done()
-					defer c.Close()
-					got := udpEcho(t, c, per)
-					mu.Lock()
-					lost += per - got
-					mu.Unlock()
-				}(c)
-			}
-			wg.Wait()
+			lost := flows*per - got
 			if lost != 0 {
 				t.Fatalf("%d of %d UDP echoes lost; counters %+v", lost, flows*per, l.R.Engine().Totals())
 			}
@@ -93,23 +65,4 @@ func TestIntegrationLab(t *testing.T) {
 			}
 		})
 	}
-}
-
-// udpEcho sends n datagrams on one socket and counts the echoes.
-func udpEcho(t *testing.T, c net.Conn, n int) int {
-	got := 0
-	buf := make([]byte, 2048)
-	for i := 0; i < n; i++ {
-		msg := fmt.Sprintf("pppfwd %s %d", c.LocalAddr(), i)
-		if _, err := c.Write([]byte(msg)); err != nil {
-			t.Error(err)
-			return got
-		}
-		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		k, err := c.Read(buf)
-		if err == nil && string(buf[:k]) == msg {
-			got++
-		}
-	}
-	return got
 }

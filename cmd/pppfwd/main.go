@@ -13,6 +13,7 @@ const usage = `pppfwd — a multi-core userspace PPPoE WAN fast path
 
 Usage:
   pppfwd run [-config FILE] [-check]  run the router (PPPoE client, NAT, shaper) on the configured ports
+  pppfwd lab [flags]                  namespace lab: LAN host, pppfwd, a PPPoE ISP; ping and UDP through it (root)
   pppfwd bench pipeline [flags]       whole-pipeline benchmark over in-memory ports
   pppfwd bench nat [flags]            NAT conntrack table costs
   pppfwd bench shaper [flags]         FQ-CoDel latency under load through the pipeline
@@ -39,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return benchMain(args[1:], stdout, stderr)
 	case "run":
 		return runMain(args[1:], stdout, stderr)
+	case "lab":
+		return labMain(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "pppfwd: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -1,0 +1,71 @@
+package lab
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// Ping runs the system ping in the LAN namespace.
+func (l *Lab) Ping(dst string, count int) (string, error) {
+	return l.LAN.Exec("ping", "-c", fmt.Sprint(count), "-i", "0.2", "-W", "2", dst)
+}
+
+// UDPEcho opens flows UDP sockets in the LAN namespace, each sending per
+// datagrams to the Internet's echo service (one at a time, waiting up to
+// 2 s for each echo), and returns how many echoes came back intact.
+func (l *Lab) UDPEcho(flows, per int) (got int, err error) {
+	conns := make([]net.Conn, 0, flows)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	// Sockets are opened on Do's thread, inside the namespace; the
+	// goroutines using them may run on any thread.
+	err = l.LAN.Do(func() error {
+		for i := 0; i < flows; i++ {
+			c, err := net.Dial("udp4", fmt.Sprintf("203.0.113.%d:7", 1+i%50))
+			if err != nil {
+				return err
+			}
+			conns = append(conns, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func(c net.Conn) {
+			defer wg.Done()
+			n := echoFlow(c, per)
+			mu.Lock()
+			got += n
+			mu.Unlock()
+		}(c)
+	}
+	wg.Wait()
+	return got, nil
+}
+
+func echoFlow(c net.Conn, n int) int {
+	got := 0
+	buf := make([]byte, 2048)
+	for i := 0; i < n; i++ {
+		msg := fmt.Sprintf("pppfwd %s %d", c.LocalAddr(), i)
+		if _, err := c.Write([]byte(msg)); err != nil {
+			return got
+		}
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		k, err := c.Read(buf)
+		if err == nil && string(buf[:k]) == msg {
+			got++
+		}
+	}
+	return got
+}

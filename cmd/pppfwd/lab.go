@@ -1,0 +1,93 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"strings"
+	"time"
+
+	"github.com/pppfwd/pppfwd/bench/lab"
+)
+
+// labResult is what `pppfwd lab --json` prints.
+type labResult struct {
+	Backend      string            `json:"backend"`
+	Workers      int               `json:"workers"`
+	SessionUpMs  float64           `json:"session_up_ms"`
+	SessionID    uint16            `json:"session_id"`
+	Address      string            `json:"address"`
+	MTU          int               `json:"mtu"`
+	GatewayPing  bool              `json:"gateway_ping_ok"`
+	InternetPing bool              `json:"internet_ping_ok"`
+	UDPSent      int               `json:"udp_sent"`
+	UDPEchoed    int               `json:"udp_echoed"`
+	EchoRTTMs    float64           `json:"lcp_echo_rtt_ms"`
+	Drops        map[string]uint64 `json:"drops"`
+}
+
+func labMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pppfwd lab", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	backend := fs.String("backend", "afpacket", "afpacket or afxdp")
+	workers := fs.Int("workers", 2, "worker threads")
+	flows := fs.Int("flows", 64, "UDP echo flows from the LAN host")
+	verbose := fs.Bool("v", false, "log the router's control plane")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	logf := func(string, ...any) {}
+	if *verbose {
+		logf = log.New(stderr, "", log.Lmicroseconds).Printf
+	}
+	t0 := time.Now()
+	l, err := lab.Start(lab.Options{Backend: *backend, Workers: *workers, Logf: logf})
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v (needs root, iproute2)\n", err)
+		return 1
+	}
+	defer l.Close()
+	if err := l.WaitUp(15 * time.Second); err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
+		return 1
+	}
+	res := labResult{Backend: *backend, Workers: *workers, SessionUpMs: float64(time.Since(t0).Microseconds()) / 1000}
+	s := l.R.Engine().Session()
+	res.SessionID, res.MTU = s.ID, s.MTU
+	res.Address = fmt.Sprintf("%d.%d.%d.%d", byte(s.LocalAddr>>24), byte(s.LocalAddr>>16), byte(s.LocalAddr>>8), byte(s.LocalAddr))
+	out, err := l.Ping(lab.LANPrefix.Addr().String(), 3)
+	res.GatewayPing = err == nil && strings.Contains(out, " 0% packet loss")
+	out, err = l.Ping(lab.RemoteAddr.String(), 5)
+	res.InternetPing = err == nil && strings.Contains(out, " 0% packet loss")
+	if !*asJSON {
+		fmt.Fprintf(stdout, "LAN host pings %s through pppfwd:\n%s\n", lab.RemoteAddr, out)
+	}
+	res.UDPSent = *flows * 20
+	if res.UDPEchoed, err = l.UDPEcho(*flows, 20); err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
+		return 1
+	}
+	res.EchoRTTMs = float64(l.R.Client().Status().EchoRTT.Microseconds()) / 1000
+	c := l.R.Engine().Totals()
+	res.Drops = c.DropMap()
+	if err := l.Close(); err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
+		return 1
+	}
+	ok := res.GatewayPing && res.InternetPing && res.UDPEchoed == res.UDPSent
+	if *asJSON {
+		if err := printJSON(stdout, res); err != nil {
+			return 1
+		}
+	} else {
+		fmt.Fprintf(stdout, "session %d up in %.0f ms: %s mtu %d (LCP echo rtt %.2f ms)\n", res.SessionID, res.SessionUpMs, res.Address, res.MTU, res.EchoRTTMs)
+		fmt.Fprintf(stdout, "gateway ping ok: %v, Internet ping ok: %v, UDP echoes %d/%d, drops %v\n",
+			res.GatewayPing, res.InternetPing, res.UDPEchoed, res.UDPSent, res.Drops)
+	}
+	if !ok {
+		return 1
+	}
+	return 0
+}
