@@ -99,8 +99,24 @@ type Side struct {
 	// its capacity may be higher) or "forwarder" (it lost more).
 	Rate  float64 `json:"rate_per_direction"`
 	Bound string  `json:"bound"`
-	// AtMaxLoad is the full-load run when a rate search followed it.
+	// AtMaxLoad is the full-load run when a rate search followed it and
+	// the searched rate delivered more.
 	AtMaxLoad *Side `json:"at_max_load,omitempty"`
+	// Trials lists every run of a rate search, in order.
+	Trials []Trial `json:"trials,omitempty"`
+
+	// bracket is which hook bracket (0: full load, 1: final search
+	// trial) measured this side.
+	bracket int
+}
+
+// Trial is one run of a rate search.
+type Trial struct {
+	Rate       float64 `json:"rate_per_direction"` // offered (0: full load)
+	Seconds    float64 `json:"seconds"`
+	PPS        float64 `json:"pps"`
+	OfferedPPS float64 `json:"offered_pps"`
+	Loss       float64 `json:"loss"`
 }
 
 // Result is the JSON report of `pppfwd bench io`.
@@ -187,12 +203,17 @@ func side(c *Counts, upFrame, downFrame int) Side {
 }
 
 // measureSide runs trial at o.Rate (0: as fast as the generator goes) for
-// o.Duration and, when that loses more than o.LossTolerance and o.Search
-// is set, bisects the offered rate per direction o.SearchSteps times with
-// o.SearchWindow trials, then measures the highest rate within the
-// tolerance for o.Duration. hook(true) and hook(false) bracket the trial
-// that is reported; every trial gets its Bound.
+// o.Duration. When that loses more than o.LossTolerance and o.Search is
+// set (and o.Rate is 0), it bisects the offered rate per direction
+// o.SearchSteps times with o.SearchWindow trials towards the highest rate
+// within the tolerance and measures that rate again for o.Duration. It
+// reports the trial that delivered the most (a forwarder that livelocks
+// under overload delivers more below it; one that does not is reported at
+// full load), with every trial listed in Trials. hook(true) and
+// hook(false) bracket the full-load trial (bracket 0) and the final trial
+// (bracket 1); Side.bracket tells which one is reported.
 func measureSide(o Options, trial func(rate float64, window time.Duration) (*Side, error), hook func(bool)) (*Side, error) {
+	var trials []Trial
 	run := func(rate float64, window time.Duration, report bool) (*Side, error) {
 		if report {
 			hook(true)
@@ -206,6 +227,7 @@ func measureSide(o Options, trial func(rate float64, window time.Duration) (*Sid
 		if s.Loss > o.LossTolerance {
 			s.Bound = "forwarder"
 		}
+		trials = append(trials, Trial{Rate: rate, Seconds: s.Seconds, PPS: s.PPS, OfferedPPS: s.OfferedPPS, Loss: s.Loss})
 		return s, nil
 	}
 	s0, err := run(o.Rate, o.Duration, true)
@@ -233,6 +255,13 @@ func measureSide(o Options, trial func(rate float64, window time.Duration) (*Sid
 	if err != nil {
 		return nil, err
 	}
-	s.AtMaxLoad = s0
-	return s, nil
+	s.bracket = 1
+	out := s
+	if s0.PPS > s.PPS*1.005 {
+		out = s0
+	} else {
+		out.AtMaxLoad = s0
+	}
+	out.Trials = trials
+	return out, nil
 }

@@ -335,21 +335,23 @@ func Run(o Options) (*Result, error) {
 		return nil, fmt.Errorf("pppfwd: priming: %w (drops %v)", err, fw.Engine.Totals().DropMap())
 	}
 	e := fw.Engine
-	var before dataplane.Counters
-	var beforeW, afterW []dataplane.Counters
-	var lanS0, wanS0, lanS1, wanS1 nic.Stats
-	var after dataplane.Counters
+	// Counters at the start and end of each hook bracket.
+	type snap struct {
+		tot      dataplane.Counters
+		workers  []dataplane.Counters
+		lan, wan nic.Stats
+	}
+	var snaps [][2]snap
 	hook := func(start bool) {
-		var ws []dataplane.Counters
+		var sn snap
 		for _, w := range e.Workers() {
-			ws = append(ws, w.Counters())
+			sn.workers = append(sn.workers, w.Counters())
 		}
+		sn.tot, sn.lan, sn.wan = e.Totals(), fw.LAN.Stats(), fw.WAN.Stats()
 		if start {
-			before, beforeW = e.Totals(), ws
-			lanS0, wanS0 = fw.LAN.Stats(), fw.WAN.Stats()
+			snaps = append(snaps, [2]snap{sn})
 		} else {
-			after, afterW = e.Totals(), ws
-			lanS1, wanS1 = fw.LAN.Stats(), fw.WAN.Stats()
+			snaps[len(snaps)-1][1] = sn
 		}
 	}
 	s, err := measure(up, down, hook)
@@ -360,6 +362,10 @@ func Run(o Options) (*Result, error) {
 	if err := fw.Stop(); err != nil {
 		return nil, err
 	}
+	br := snaps[s.bracket]
+	before, after := br[0].tot, br[1].tot
+	beforeW, afterW := br[0].workers, br[1].workers
+	lanS0, wanS0, lanS1, wanS1 := br[0].lan, br[0].wan, br[1].lan, br[1].wan
 	res.PPPFWD = *s
 	res.PPPFWDPPS = s.PPS
 	if res.KernelPPS > 0 {
