@@ -507,6 +507,9 @@ func TestMeasureSideSearch(t *testing.T) {
 			if searched := tc.wantTrials > 1; len(s.Trials) != map[bool]int{true: tc.wantTrials}[searched] {
 				t.Fatalf("%d trials listed", len(s.Trials))
 			}
+			if wantBracket := map[bool]int{true: 1}[s.AtMaxLoad != nil]; s.bracket != wantBracket {
+				t.Fatalf("reported bracket %d, want %d", s.bracket, wantBracket)
+			}
 			if (s.AtMaxLoad != nil) != (s.Bound == "offered" && tc.wantTrials > 1) {
 				t.Fatalf("AtMaxLoad %v with bound %s after %d trials", s.AtMaxLoad, s.Bound, len(trials))
 			}
