@@ -60,6 +60,15 @@ type Options struct {
 	NoPin bool
 	// SkipKernel skips the kernel baseline.
 	SkipKernel bool
+	// Search: when a side loses more than LossTolerance (0.01) of its
+	// frames at full load (Rate 0), bisect the offered rate SearchSteps
+	// (5) times with SearchWindow (1s) trials and report the highest rate
+	// within the tolerance, measured for Duration; the full-load figures
+	// stay in Side.AtMaxLoad.
+	Search        bool
+	LossTolerance float64
+	SearchSteps   int
+	SearchWindow  time.Duration
 }
 
 // Side is one measurement (pppfwd or kernel).
@@ -84,30 +93,56 @@ type Side struct {
 	// FwdCPUBusy is the forwarder CPUs' busy share during the window
 	// (from /proc/stat: includes other processes on a shared machine).
 	FwdCPUBusy float64 `json:"fwd_cpu_busy"`
+	// Rate is the offered rate per direction (0: as fast as the generator
+	// goes). Bound says what limited the run: "offered" (loss within the
+	// tolerance: the forwarder delivered what the generator offered, so
+	// its capacity may be higher) or "forwarder" (it lost more).
+	Rate  float64 `json:"rate_per_direction"`
+	Bound string  `json:"bound"`
+	// AtMaxLoad is the full-load run when a rate search followed it and
+	// the searched rate delivered more.
+	AtMaxLoad *Side `json:"at_max_load,omitempty"`
+	// Trials lists every run of a rate search, in order.
+	Trials []Trial `json:"trials,omitempty"`
+
+	// bracket is which hook bracket (0: full load, 1: final search
+	// trial) measured this side.
+	bracket int
+}
+
+// Trial is one run of a rate search.
+type Trial struct {
+	Rate       float64 `json:"rate_per_direction"` // offered (0: full load)
+	Seconds    float64 `json:"seconds"`
+	PPS        float64 `json:"pps"`
+	OfferedPPS float64 `json:"offered_pps"`
+	Loss       float64 `json:"loss"`
 }
 
 // Result is the JSON report of `pppfwd bench io`.
 type Result struct {
-	Bench     string                  `json:"bench"`
-	Backend   string                  `json:"backend"`
-	XDPMode   string                  `json:"xdp_mode,omitempty"`
-	Size      int                     `json:"size"`
-	Workers   int                     `json:"workers"`
-	Flows     int                     `json:"flows"`
-	Duration  float64                 `json:"duration_s"`
-	Rate      float64                 `json:"rate_per_direction"`
-	Shaper    string                  `json:"shaper"`
-	GenCPU    int                     `json:"gen_cpu"`
-	FwdCPUs   []int                   `json:"fwd_cpus"`
-	PPPFWDPPS float64                 `json:"pppfwd_pps"`
-	KernelPPS float64                 `json:"kernel_pps"`
-	Ratio     float64                 `json:"ratio"`
-	PPPFWD    Side                    `json:"pppfwd"`
-	Kernel    *Side                   `json:"kernel,omitempty"`
-	PerWorker []pipeline.WorkerResult `json:"per_worker"`
-	Drops     map[string]uint64       `json:"drops"`
-	PortDrops map[string]uint64       `json:"port_drops"`
-	Fairness  string                  `json:"fairness"`
+	Bench     string  `json:"bench"`
+	Backend   string  `json:"backend"`
+	XDPMode   string  `json:"xdp_mode,omitempty"`
+	Size      int     `json:"size"`
+	Workers   int     `json:"workers"`
+	Flows     int     `json:"flows"`
+	Duration  float64 `json:"duration_s"`
+	Rate      float64 `json:"rate_per_direction"`
+	Shaper    string  `json:"shaper"`
+	GenCPU    int     `json:"gen_cpu"`
+	FwdCPUs   []int   `json:"fwd_cpus"`
+	PPPFWDPPS float64 `json:"pppfwd_pps"`
+	KernelPPS float64 `json:"kernel_pps"`
+	Ratio     float64 `json:"ratio"`
+	// RatioAtMaxLoad compares the full-load runs (before any search).
+	RatioAtMaxLoad float64                 `json:"ratio_at_max_load"`
+	PPPFWD         Side                    `json:"pppfwd"`
+	Kernel         *Side                   `json:"kernel,omitempty"`
+	PerWorker      []pipeline.WorkerResult `json:"per_worker"`
+	Drops          map[string]uint64       `json:"drops"`
+	PortDrops      map[string]uint64       `json:"port_drops"`
+	Fairness       string                  `json:"fairness"`
 }
 
 func (o *Options) defaults() {
@@ -138,6 +173,15 @@ func (o *Options) defaults() {
 	if o.ShapeOff {
 		o.Shape = shaper.Spec{}
 	}
+	if o.LossTolerance <= 0 {
+		o.LossTolerance = 0.01
+	}
+	if o.SearchSteps <= 0 {
+		o.SearchSteps = 5
+	}
+	if o.SearchWindow <= 0 {
+		o.SearchWindow = time.Second
+	}
 }
 
 func side(c *Counts, upFrame, downFrame int) Side {
@@ -156,4 +200,68 @@ func side(c *Counts, upFrame, downFrame int) Side {
 		s.GenCPUNsPerPkt = float64(c.GenCPU.Nanoseconds()) / float64(n)
 	}
 	return s
+}
+
+// measureSide runs trial at o.Rate (0: as fast as the generator goes) for
+// o.Duration. When that loses more than o.LossTolerance and o.Search is
+// set (and o.Rate is 0), it bisects the offered rate per direction
+// o.SearchSteps times with o.SearchWindow trials towards the highest rate
+// within the tolerance and measures that rate again for o.Duration. It
+// reports the trial that delivered the most (a forwarder that livelocks
+// under overload delivers more below it; one that does not is reported at
+// full load), with every trial listed in Trials. hook(true) and
+// hook(false) bracket the full-load trial (bracket 0) and the final trial
+// (bracket 1); Side.bracket tells which one is reported.
+func measureSide(o Options, trial func(rate float64, window time.Duration) (*Side, error), hook func(bool)) (*Side, error) {
+	var trials []Trial
+	run := func(rate float64, window time.Duration, report bool) (*Side, error) {
+		if report {
+			hook(true)
+			defer hook(false)
+		}
+		s, err := trial(rate, window)
+		if err != nil {
+			return nil, err
+		}
+		s.Bound = "offered"
+		if s.Loss > o.LossTolerance {
+			s.Bound = "forwarder"
+		}
+		trials = append(trials, Trial{Rate: rate, Seconds: s.Seconds, PPS: s.PPS, OfferedPPS: s.OfferedPPS, Loss: s.Loss})
+		return s, nil
+	}
+	s0, err := run(o.Rate, o.Duration, true)
+	if err != nil || !o.Search || o.Rate > 0 || s0.Loss <= o.LossTolerance {
+		return s0, err
+	}
+	lo, hi := s0.PPS/4, s0.OfferedPPS/2 // per direction
+	var best float64
+	for i := 0; i < o.SearchSteps; i++ {
+		mid := (lo + hi) / 2
+		s, err := run(mid, o.SearchWindow, false)
+		if err != nil {
+			return nil, err
+		}
+		if s.Loss <= o.LossTolerance {
+			best, lo = mid, mid
+		} else {
+			hi = mid
+		}
+	}
+	if best == 0 {
+		best = lo
+	}
+	s, err := run(best, o.Duration, true)
+	if err != nil {
+		return nil, err
+	}
+	s.bracket = 1
+	out := s
+	if s0.PPS > s.PPS*1.005 {
+		out = s0
+	} else {
+		out.AtMaxLoad = s0
+	}
+	out.Trials = trials
+	return out, nil
 }

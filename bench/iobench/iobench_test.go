@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -427,5 +428,94 @@ func checkPipeline(t *testing.T, fw *Forwarder, a, b nic.Port, flows []Flow) {
 	}
 	if n := fw.ControlFrames(); n != 0 {
 		t.Errorf("%d frames went to the control path", n)
+	}
+}
+
+// modelTrial is a forwarder of capacity pps per direction driven by a
+// generator of at most gen pps per direction: it delivers
+// min(offered, capacity) and loses the rest.
+func modelTrial(capacity, gen float64, trials *[]float64) func(rate float64, window time.Duration) (*Side, error) {
+	return func(rate float64, window time.Duration) (*Side, error) {
+		*trials = append(*trials, rate)
+		offered := gen
+		if rate > 0 && rate < gen {
+			offered = rate
+		}
+		got := min(offered, capacity)
+		sent := uint64(offered * window.Seconds())
+		recv := uint64(got * window.Seconds())
+		c := &Counts{UpSent: sent, DownSent: sent, UpRecv: recv, DownRecv: recv,
+			UpWindow: recv, DownWindow: recv, UpSentWindow: sent, DownSentWindow: sent, Window: window}
+		s := side(c, 64, 72)
+		s.Rate = rate
+		return &s, nil
+	}
+}
+
+func TestMeasureSideSearch(t *testing.T) {
+	base := Options{Duration: 2 * time.Second}
+	base.defaults()
+	for _, tc := range []struct {
+		name          string
+		capacity, gen float64
+		search        bool
+		rate          float64
+		wantTrials    int
+		wantBound     string
+		lo, hi        float64 // reported delivered pps, both directions
+	}{
+		{"generator bound", 500e3, 300e3, true, 0, 1, "offered", 600e3, 600e3},
+		// A forwarder that does not livelock is reported at full load.
+		{"forwarder bound, search", 100e3, 300e3, true, 0, 7, "forwarder", 2 * 100e3, 2 * 100e3},
+		// One that delivers less under overload is reported at the
+		// highest rate within the tolerance.
+		{"livelock, search", 100e3, 300e3, true, 0, 7, "offered", 2 * 0.92 * 100e3, 2 * 100e3},
+		{"forwarder bound, no search", 100e3, 300e3, false, 0, 1, "forwarder", 200e3, 200e3},
+		{"fixed rate", 100e3, 300e3, true, 150e3, 1, "forwarder", 200e3, 200e3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := base
+			o.Search, o.Rate = tc.search, tc.rate
+			var trials []float64
+			hooks := 0
+			model := modelTrial(tc.capacity, tc.gen, &trials)
+			if strings.HasPrefix(tc.name, "livelock") {
+				// Under overload it delivers a third of its capacity.
+				inner := model
+				model = func(rate float64, window time.Duration) (*Side, error) {
+					s, err := inner(rate, window)
+					if s.OfferedPPS > 2*tc.capacity {
+						s.PPS /= 3
+					}
+					return s, err
+				}
+			}
+			s, err := measureSide(o, model, func(start bool) {
+				if start {
+					hooks++
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(trials) != tc.wantTrials || s.Bound != tc.wantBound {
+				t.Fatalf("%d trials %v, bound %s; want %d, %s", len(trials), trials, s.Bound, tc.wantTrials, tc.wantBound)
+			}
+			if s.PPS < tc.lo*0.999 || s.PPS > tc.hi*1.001 {
+				t.Fatalf("reported %.0f pps, want %.0f..%.0f", s.PPS, tc.lo, tc.hi)
+			}
+			if searched := tc.wantTrials > 1; len(s.Trials) != map[bool]int{true: tc.wantTrials}[searched] {
+				t.Fatalf("%d trials listed", len(s.Trials))
+			}
+			if wantBracket := map[bool]int{true: 1}[s.AtMaxLoad != nil]; s.bracket != wantBracket {
+				t.Fatalf("reported bracket %d, want %d", s.bracket, wantBracket)
+			}
+			if (s.AtMaxLoad != nil) != (s.Bound == "offered" && tc.wantTrials > 1) {
+				t.Fatalf("AtMaxLoad %v with bound %s after %d trials", s.AtMaxLoad, s.Bound, len(trials))
+			}
+			if want := min(2, tc.wantTrials); hooks != want {
+				t.Fatalf("hook opened %d times, want %d (first and reported trial)", hooks, want)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"
@@ -268,19 +269,29 @@ func Run(o Options) (*Result, error) {
 	}
 	defer topo.Close()
 	flows := Flows(o.Flows, 0, 0)
-	load := func(up, down [][]byte) (*Counts, float64, error) {
+	trial := func(up, down [][]byte, rate float64, window time.Duration) (*Side, error) {
 		b0, t0 := cpuStat(fwdCPUs)
 		c, err := Load{A: topo.A, B: topo.B, Up: up, Down: down,
 			MatchA: FastMatch([]byte{0x02, 0x60, 0, 0}, hdr.EtherTypeIPv4, len(flows)),
 			MatchB: FastMatch(pipeline.ACMAC[:], etherTypeOf(down), len(flows)),
-			Rate:   o.Rate, Warmup: o.Warmup, Duration: o.Duration, CPU: genCPU}.Run()
-		b1, t1 := cpuStat(fwdCPUs)
-		busy := 0.0
-		if t1 > t0 {
-			busy = float64(b1-b0) / float64(t1-t0)
+			Rate:   rate, Warmup: o.Warmup, Duration: window, CPU: genCPU}.Run()
+		if err != nil {
+			return nil, err
 		}
-		return c, busy, err
+		b1, t1 := cpuStat(fwdCPUs)
+		s := side(c, len(up[0]), len(down[0]))
+		if t1 > t0 {
+			s.FwdCPUBusy = float64(b1-b0) / float64(t1-t0)
+		}
+		s.Rate = rate
+		return &s, nil
 	}
+	measure := func(up, down [][]byte, hook func(bool)) (*Side, error) {
+		return measureSide(o, func(rate float64, window time.Duration) (*Side, error) {
+			return trial(up, down, rate, window)
+		}, hook)
+	}
+	nohook := func(bool) {}
 
 	if !o.SkipKernel {
 		pub, err := topo.SetupKernel(flows)
@@ -295,13 +306,11 @@ func Run(o Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kernel baseline: priming: %w", err)
 		}
-		c, busy, err := load(up, down)
+		s, err := measure(up, down, nohook)
 		if err != nil {
 			return nil, fmt.Errorf("kernel baseline: %w", err)
 		}
-		s := side(c, len(up[0]), len(down[0]))
-		s.FwdCPUBusy = busy
-		res.Kernel = &s
+		res.Kernel = s
 		res.KernelPPS = s.PPS
 	}
 
@@ -326,29 +335,52 @@ func Run(o Options) (*Result, error) {
 		return nil, fmt.Errorf("pppfwd: priming: %w (drops %v)", err, fw.Engine.Totals().DropMap())
 	}
 	e := fw.Engine
-	before := e.Totals()
-	var beforeW []dataplane.Counters
-	for _, w := range e.Workers() {
-		beforeW = append(beforeW, w.Counters())
+	// Counters at the start and end of each hook bracket.
+	type snap struct {
+		tot      dataplane.Counters
+		workers  []dataplane.Counters
+		lan, wan nic.Stats
 	}
-	lanS0, wanS0 := fw.LAN.Stats(), fw.WAN.Stats()
-	c, busy, err := load(up, down)
+	var snaps [][2]snap
+	hook := func(start bool) {
+		var sn snap
+		for _, w := range e.Workers() {
+			sn.workers = append(sn.workers, w.Counters())
+		}
+		sn.tot, sn.lan, sn.wan = e.Totals(), fw.LAN.Stats(), fw.WAN.Stats()
+		if start {
+			snaps = append(snaps, [2]snap{sn})
+		} else {
+			snaps[len(snaps)-1][1] = sn
+		}
+	}
+	s, err := measure(up, down, hook)
 	if err != nil {
 		return nil, fmt.Errorf("pppfwd: %w", err)
 	}
-	lanS1, wanS1 := fw.LAN.Stats(), fw.WAN.Stats()
 	stopped = true
 	if err := fw.Stop(); err != nil {
 		return nil, err
 	}
-	s := side(c, len(up[0]), len(down[0]))
-	s.FwdCPUBusy = busy
-	res.PPPFWD = s
+	br := snaps[s.bracket]
+	before, after := br[0].tot, br[1].tot
+	beforeW, afterW := br[0].workers, br[1].workers
+	lanS0, wanS0, lanS1, wanS1 := br[0].lan, br[0].wan, br[1].lan, br[1].wan
+	res.PPPFWD = *s
 	res.PPPFWDPPS = s.PPS
 	if res.KernelPPS > 0 {
 		res.Ratio = res.PPPFWDPPS / res.KernelPPS
+		k, p := res.Kernel, s
+		if k.AtMaxLoad != nil {
+			k = k.AtMaxLoad
+		}
+		if p.AtMaxLoad != nil {
+			p = p.AtMaxLoad
+		}
+		if k.PPS > 0 {
+			res.RatioAtMaxLoad = p.PPS / k.PPS
+		}
 	}
-	after := e.Totals()
 	for i, d := range after.Drops {
 		if n := d - before.Drops[i]; n != 0 {
 			res.Drops[dataplane.Reason(i).String()] = n
@@ -362,8 +394,8 @@ func Run(o Options) (*Result, error) {
 			res.PortDrops[name] = v
 		}
 	}
-	for i, w := range e.Workers() {
-		cw, b := w.Counters(), beforeW[i]
+	for i := range afterW {
+		cw, b := afterW[i], beforeW[i]
 		wr := pipeline.WorkerResult{Worker: i, Packets: cw.TxLAN + cw.TxWAN - b.TxLAN - b.TxWAN,
 			CPUNs: cw.CPUNanos - b.CPUNanos, Steered: cw.SteerPackets - b.SteerPackets, Redirects: cw.Redirected - b.Redirected}
 		if wr.Packets > 0 {

@@ -412,8 +412,9 @@ func (p *pipePath) out(b []byte) {
 			p.drop(e.p)
 			continue
 		}
-		if e.p.Size != size {
+		if e.p.Size != size { // mangled: an error, and the packet is lost
 			p.errs++
+			p.lost++
 			p.drop(e.p)
 			return
 		}

@@ -182,3 +182,48 @@ func TestPipelinePathBadOptions(t *testing.T) {
 		t.Errorf("bad overhead: %v", err)
 	}
 }
+
+// FuzzPipelineOut feeds arbitrary egress frames to the matcher: it must
+// not panic, and each frame either matches one packet in flight or counts
+// as an error (packets it passes over are counted lost).
+func FuzzPipelineOut(f *testing.F) {
+	var paths [2]*pipePath
+	for i, up := range []bool{false, true} {
+		p, err := newPipePath(PipelineOptions{Uplink: up}, shaper.NewManualClock(1), false, Options{BulkSize: 1492, PingSize: 84}, func(*Packet) {})
+		if err != nil {
+			f.Fatal(err)
+		}
+		paths[i] = p
+		// A real egress frame of each direction as a seed.
+		for fl := range 2 {
+			p.Send(1, &Packet{Size: 100, Flow: uint32(fl), Host: 1})
+		}
+		p.poll()
+		egress := p.lan
+		if up {
+			egress = p.wan
+		}
+		egress.Drain(0, func(b []byte) { f.Add(up, append([]byte(nil), b...)) })
+	}
+	f.Add(false, []byte{})
+	f.Fuzz(func(t *testing.T, up bool, b []byte) {
+		p := paths[0]
+		if up {
+			p = paths[1]
+		}
+		var dropped uint64
+		p.drop = func(*Packet) { dropped++ }
+		p.frames, p.errs, p.lost = 0, 0, 0
+		for i := range p.flows {
+			fl := &p.flows[i]
+			fl.q, fl.head, fl.n = nil, 0, 0
+			for seq := range uint32(3) {
+				fl.push(inflight{seq: seq, p: &Packet{Size: 100}})
+			}
+		}
+		p.out(b)
+		if p.frames+p.errs != 1 || p.lost != dropped || p.lost+p.frames > 3 {
+			t.Fatalf("frames %d errs %d lost %d dropped %d", p.frames, p.errs, p.lost, dropped)
+		}
+	})
+}

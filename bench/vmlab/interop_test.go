@@ -378,7 +378,8 @@ var (
 
 // TestIntegrationRealClient runs pppfwd's access concentrator on the tap
 // against the kernel pppd client (rp-pppoe.so plugin) in the VM, with CHAP
-// then PAP: session up, address and DNS assigned, ping both ways, and the
+// then PAP: session up, address and DNS assigned, pppd hanging up (the AC
+// drops the session on its PADT) and dialling again, ping both ways, and the
 // AC's shutdown ending pppd's session.
 func TestIntegrationRealClient(t *testing.T) {
 	requireLab(t, true)
@@ -439,32 +440,65 @@ func testRealClient(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto) {
 		_, _ = vm.Run("killall pppd 2>/dev/null; sleep 0.5; true")
 	})
 
-	if _, err := vm.Run("rm -f /var/log/pppc.log /etc/ppp/resolv.conf; " +
-		"pppd plugin rp-pppoe.so nic-eth0 user " + acUser + " password " + acPass +
-		" noauth noipdefault usepeerdns nodefaultroute lcp-echo-interval 1 lcp-echo-failure 10" +
-		" debug logfile /var/log/pppc.log nodetach >/dev/null 2>&1 &"); err != nil {
-		t.Fatal(err)
-	}
-	// Up on both sides.
-	addrRe := regexp.MustCompile(`inet (\d+\.\d+\.\d+\.\d+) peer (\d+\.\d+\.\d+\.\d+)`)
-	var m []string
-	if !waitFor(90*time.Second, func() bool {
-		out, err := vm.Run("ip -4 addr show dev ppp0")
-		m = addrRe.FindStringSubmatch(out)
-		return err == nil && m != nil
-	}) {
-		t.Fatalf("pppd's ppp0 got no address in 90 s; AC counters %+v", srv.Counters())
-	}
-	var info pppoe.SessionInfo
-	if !waitFor(5*time.Second, func() bool {
-		ss := srv.Sessions()
-		if len(ss) == 1 && ss[0].Up {
-			info = ss[0]
-			return true
+	startPppd := func() {
+		t.Helper()
+		if _, err := vm.Run("rm -f /var/log/pppc.log /etc/ppp/resolv.conf; " +
+			"pppd plugin rp-pppoe.so nic-eth0 user " + acUser + " password " + acPass +
+			" noauth noipdefault usepeerdns nodefaultroute lcp-echo-interval 1 lcp-echo-failure 10" +
+			" debug logfile /var/log/pppc.log nodetach >/dev/null 2>&1 &"); err != nil {
+			t.Fatal(err)
 		}
-		return false
-	}) {
-		t.Fatalf("AC sessions %+v, want one up", srv.Sessions())
+	}
+	// waitUp waits until pppd's ppp0 has an address and the AC lists the
+	// session as up, and returns the session and ppp0's local and peer
+	// addresses.
+	addrRe := regexp.MustCompile(`inet (\d+\.\d+\.\d+\.\d+) peer (\d+\.\d+\.\d+\.\d+)`)
+	waitUp := func() (pppoe.SessionInfo, []string) {
+		t.Helper()
+		var m []string
+		if !waitFor(90*time.Second, func() bool {
+			out, err := vm.Run("ip -4 addr show dev ppp0")
+			m = addrRe.FindStringSubmatch(out)
+			return err == nil && m != nil
+		}) {
+			t.Fatalf("pppd's ppp0 got no address in 90 s; AC counters %+v", srv.Counters())
+		}
+		var info pppoe.SessionInfo
+		if !waitFor(5*time.Second, func() bool {
+			ss := srv.Sessions()
+			if len(ss) == 1 && ss[0].Up {
+				info = ss[0]
+				return true
+			}
+			return false
+		}) {
+			t.Fatalf("AC sessions %+v, want one up", srv.Sessions())
+		}
+		return info, m
+	}
+
+	// pppd hangs up first (LCP Terminate + PADT): the AC must drop the
+	// session. Then pppd dials again for the rest of the test.
+	startPppd()
+	first, _ := waitUp()
+	before := srv.Counters()
+	if out, err := vm.Run("kill -TERM $(pidof pppd)"); err != nil {
+		t.Fatalf("kill pppd: %v %s", err, out)
+	}
+	if !waitFor(15*time.Second, func() bool { return len(srv.Sessions()) == 0 }) {
+		t.Fatalf("AC still lists %+v 15 s after pppd hung up", srv.Sessions())
+	}
+	// pppd sends LCP Terminate-Request, then PADT; the AC may end the
+	// session on either, so only the outcome is checked.
+	after := srv.Counters()
+	t.Logf("after pppd's hangup: AC PADT rx %d -> %d", before.PADTReceived, after.PADTReceived)
+	if !waitFor(10*time.Second, func() bool { _, err := vm.Run("pidof pppd"); return err != nil }) {
+		t.Fatal("pppd did not exit after SIGTERM")
+	}
+	startPppd()
+	info, m := waitUp()
+	if info.ID == first.ID {
+		t.Errorf("second session reused id %#04x", info.ID)
 	}
 	t.Logf("pppd's ppp0: %s peer %s; AC session %#04x user %q addr %s", m[1], m[2], info.ID, info.User, ipString(info.Addr))
 	if m[1] != ipString(info.Addr) || info.Addr < acPool[0] || info.Addr > acPool[1] {

@@ -29,6 +29,8 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
 	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
+	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
+	lossTol := fs.Float64("loss-tolerance", 0.01, "loss fraction a measurement may have (rate search)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -39,7 +41,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
-		NoPin: *noPin, SkipKernel: *skipKernel}
+		NoPin: *noPin, SkipKernel: *skipKernel, Search: *search, LossTolerance: *lossTol}
 	if *shape == "off" {
 		o.ShapeOff = true
 	} else {
@@ -65,13 +67,16 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "backend\t%s %s\nsize\t%d\nworkers\t%d\nflows\t%d\nshaper\t%s\n", res.Backend, res.XDPMode, res.Size, res.Workers, res.Flows, res.Shaper)
 	printSide := func(name string, s *iobench.Side) {
-		fmt.Fprintf(tw, "%s pps\t%.0f (up %.0f, down %.0f; offered %.0f; loss %.2f%%; fwd CPU busy %.0f%%)\n",
-			name, s.PPS, s.UpPPS, s.DownPPS, s.OfferedPPS, 100*s.Loss, 100*s.FwdCPUBusy)
+		fmt.Fprintf(tw, "%s pps\t%.0f (up %.0f, down %.0f; offered %.0f; loss %.2f%%; %s-bound; fwd CPU busy %.0f%%)\n",
+			name, s.PPS, s.UpPPS, s.DownPPS, s.OfferedPPS, 100*s.Loss, s.Bound, 100*s.FwdCPUBusy)
+		if m := s.AtMaxLoad; m != nil {
+			fmt.Fprintf(tw, "%s at full load\t%.0f (offered %.0f; loss %.2f%%)\n", name, m.PPS, m.OfferedPPS, 100*m.Loss)
+		}
 	}
 	printSide("pppfwd", &res.PPPFWD)
 	if res.Kernel != nil {
 		printSide("kernel", res.Kernel)
-		fmt.Fprintf(tw, "ratio\t%.2f\n", res.Ratio)
+		fmt.Fprintf(tw, "ratio\t%.2f (at full load %.2f)\n", res.Ratio, res.RatioAtMaxLoad)
 	}
 	for _, w := range res.PerWorker {
 		fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)

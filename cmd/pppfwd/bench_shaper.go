@@ -21,6 +21,9 @@ type shaperReport struct {
 	DurationS float64 `json:"duration_s"`
 	BulkFlows int     `json:"bulk_flows"`
 	BulkSize  int     `json:"bulk_size"`
+	// LineBufferMs is the line FIFO (the shaper-off delay's ceiling).
+	LineBufferMs float64       `json:"line_buffer_ms"`
+	LineBuffer   time.Duration `json:"-"`
 	shaperbench.Result
 }
 
@@ -31,6 +34,7 @@ func benchShaper(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	rate := fs.String("rate", "900mbit", "shaped rate (tc units: 900mbit, 1gbit, ...)")
 	line := fs.String("line", "auto", "line (bottleneck) rate; auto: rate / 0.9 (900mbit -> 1000mbit)")
+	lineBuf := fs.Duration("line-buffer", 200*time.Millisecond, "line (modem) FIFO size in time at the line rate: the bufferbloat with the shaper off")
 	load := fs.Float64("load", 2, "bulk load as a multiple of the rate")
 	dur := fs.Duration("duration", 10*time.Second, "simulated time")
 	spec := fs.String("spec", "", "extra tc-cake words for the shaper and the line (e.g. \"pppoe-ptm\", \"target 5ms dual-dsthost\")")
@@ -60,7 +64,7 @@ func benchShaper(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o := shaperbench.Options{Rate: sp.Rate, Config: sp.Config, Load: *load, Duration: *dur,
-		BulkFlows: *flows, BulkSize: *size, Poll: *poll, BenchPackets: *costPkts}
+		BulkFlows: *flows, BulkSize: *size, Poll: *poll, BenchPackets: *costPkts, LineBuffer: *lineBuf}
 	if *line != "auto" {
 		ls, err := shaper.ParseSpec("bandwidth " + *line)
 		if err != nil || ls.Rate == 0 {
@@ -71,8 +75,8 @@ func benchShaper(args []string, stdout, stderr io.Writer) int {
 	} else {
 		o.LineRate = uint64(float64(sp.Rate) / 0.9)
 	}
-	if *load <= 0 || *dur <= time.Second || *flows < 1 || *workers < 1 || *costPkts < 1 {
-		fmt.Fprintln(stderr, "pppfwd: --load, --flows, --workers, --cost-packets must be > 0 and --duration > 1s")
+	if *load <= 0 || *dur <= time.Second || *flows < 1 || *workers < 1 || *costPkts < 1 || *lineBuf <= 0 {
+		fmt.Fprintln(stderr, "pppfwd: --load, --flows, --workers, --cost-packets, --line-buffer must be > 0 and --duration > 1s")
 		return 2
 	}
 	var po shaperbench.PipelineOptions
@@ -100,7 +104,8 @@ func benchShaper(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	rep := shaperReport{Bench: "shaper", Spec: strings.TrimSpace(sp.String()), Load: *load,
-		DurationS: dur.Seconds(), BulkFlows: *flows, BulkSize: *size, Result: res}
+		DurationS: dur.Seconds(), BulkFlows: *flows, BulkSize: *size,
+		LineBufferMs: float64(*lineBuf) / 1e6, LineBuffer: *lineBuf, Result: res}
 	if *asJSON {
 		if err := printJSON(stdout, rep); err != nil {
 			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
@@ -124,7 +129,7 @@ func printShaperTable(w io.Writer, r *shaperReport) {
 	}
 	fmt.Fprintf(tw, "path\t%s\n", via)
 	fmt.Fprintf(tw, "shaper\t%s\n", r.Spec)
-	fmt.Fprintf(tw, "line\t%.1f Mbit/s\n", r.LineMbit)
+	fmt.Fprintf(tw, "line\t%.1f Mbit/s, %v FIFO\n", r.LineMbit, r.LineBuffer)
 	fmt.Fprintf(tw, "load\t%.2f x rate, %d bulk flows of %d B + ping, %.1f s simulated\n", r.Load, r.BulkFlows, r.BulkSize, r.DurationS)
 	fmt.Fprintf(tw, "\tshaper on\tshaper off\tgoal\n")
 	fmt.Fprintf(tw, "p50 added delay\t%.3f ms\t%.3f ms\t\n", r.P50AddedDelayMs, r.P50AddedOffMs)

@@ -12,6 +12,7 @@ func TestBenchShaperJSON(t *testing.T) {
 		{"--rate", "100mbit", "--duration", "1500ms", "--cost-packets", "4096", "--json"},
 		{"--rate", "100mbit", "--duration", "1500ms", "--cost-packets", "4096", "--json", "--dir", "up", "--spec", "pppoe-ptm"},
 		{"--rate", "100mbit", "--duration", "1500ms", "--cost-packets", "4096", "--json", "--path", "shaper"},
+		{"--rate", "100mbit", "--duration", "1500ms", "--cost-packets", "4096", "--json", "--line-buffer", "50ms", "--workers", "1"},
 	} {
 		var out, errb bytes.Buffer
 		if rc := benchShaper(args, &out, &errb); rc != 0 {
@@ -48,7 +49,7 @@ func TestBenchShaperTableAndFlags(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"--rate", "0"}, {"--rate", "fast"}, {"--spec", "bogus"}, {"--path", "kernel"}, {"--dir", "sideways"},
-		{"--load", "0"}, {"--line", "nope"}, {"--size", "1500"}, {"extra"},
+		{"--load", "0"}, {"--line-buffer", "0s"}, {"--line", "nope"}, {"--size", "1500"}, {"extra"},
 	} {
 		args := append([]string{"--duration", "1500ms", "--cost-packets", "64"}, bad...)
 		if rc := benchShaper(args, &out, &errb); rc == 0 {
