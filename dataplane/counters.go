@@ -19,7 +19,6 @@ const (
 	DropTooBig                     // larger than the PPPoE MTU with DF set (ICMP sent)
 	DropNAT                        // NAT refused (see the NAT's own counters)
 	DropNATReject                  // NAT table/host limit (ICMP admin-prohibited sent)
-	DropNoNeighbor                 // LAN next hop unresolved (ARP sent via the exception path)
 	DropBadPPPoE                   // malformed PPPoE/PPP header
 	DropWrongSession               // other session id or AC MAC
 	DropNotForUs                   // WAN IPv4 not addressed to the session address

@@ -31,6 +31,7 @@ type Engine struct {
 	injectMu   sync.Mutex
 	injectPool *Pool
 
+	pollSeed      uint64
 	steerCounters Counters
 	steerPub      counterCell
 	steer         *steerer
@@ -49,7 +50,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg}
+	e := &Engine{cfg: cfg, pollSeed: 0x9e3779b97f4a7c15}
 	e.ranges = nat.Partition(cfg.Workers, cfg.PortLo, cfg.PortHi)
 	e.cfg.NAT.Forwards = append([]nat.Forward(nil), cfg.NAT.Forwards...)
 	nat.AssignForwards(e.ranges, e.cfg.NAT.Forwards)
@@ -162,7 +163,15 @@ func (e *Engine) Poll() int {
 	if e.cfg.Steer == SteerThread {
 		n += e.steer.poll()
 	}
-	for _, w := range e.workers {
+	// Start at a pseudo-random worker: the shared shaper rate is leased
+	// first come, first served, and a fixed order would let worker 0 win
+	// every lease in a simulation.
+	e.pollSeed ^= e.pollSeed << 13
+	e.pollSeed ^= e.pollSeed >> 7
+	e.pollSeed ^= e.pollSeed << 17
+	k := int(e.pollSeed % uint64(len(e.workers)))
+	for i := range e.workers {
+		w := e.workers[(k+i)%len(e.workers)]
 		n += w.step()
 		w.pub.publish(&w.c)
 	}

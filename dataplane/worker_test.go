@@ -311,3 +311,17 @@ func TestTwoWorkersSteering(t *testing.T) {
 		t.Fatalf("ICMP error steered to %d, want %d", w, owner[1])
 	}
 }
+
+func TestReasonNames(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range Reasons() {
+		n := r.String()
+		if n == "" || n == "unknown" || seen[n] {
+			t.Fatalf("reason %d has name %q (empty, unknown or repeated)", r, n)
+		}
+		seen[n] = true
+	}
+	if DropShaper.String() != "shaper" || DropHeadroom.String() != "headroom" {
+		t.Fatalf("names out of step with the enum: %s %s", DropShaper, DropHeadroom)
+	}
+}
