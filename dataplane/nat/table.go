@@ -67,6 +67,15 @@ type Table struct {
 	lo, span uint32
 	ports    [numPI][]uint32 // external port - lo -> mapping slot + 1 (0 free)
 	bits     [numPI][]uint64 // allocation bitmap (used or reserved)
+	// lanOf caches, per TCP/UDP external port, the LAN endpoint of its
+	// mapping as host<<16 | lport (host = address bits below the LAN
+	// prefix), so that Inbound finds a flow with one hash probe instead
+	// of port array -> mapping slot -> flow. Only with LANBits >= 16 (nil
+	// otherwise). Written when a mapping is created and never cleared: a
+	// stale value only leads to a probe that misses (the flow found must
+	// carry the packet's external port), and then to the slow path.
+	lanOf  [piUDP + 1][]uint32
+	lanNet uint32 // LANAddr & lanM
 
 	fwdExt [2][1024]uint64 // forward ExtPort bitmap (TCP, UDP)
 	fwdLAN [2][1024]uint64 // forward LANPort bitmap
@@ -108,10 +117,16 @@ func (t *Table) init() {
 	if t.seed == 0 {
 		t.seed = uint64(time.Now().UnixNano()) | 1
 	}
+	t.lanNet = c.LANAddr & t.lanM
 	t.lo, t.span = uint32(c.Ports.Lo), uint32(c.Ports.Len())
 	for pi := range t.ports {
 		t.ports[pi] = make([]uint32, t.span)
 		t.bits[pi] = make([]uint64, (t.span+63)/64)
+	}
+	if c.LANBits >= 16 {
+		for pi := range t.lanOf {
+			t.lanOf[pi] = make([]uint32, t.span)
+		}
 	}
 	for _, f := range c.Forwards {
 		fi := protoIndex(f.Proto)
@@ -167,6 +182,9 @@ func (t *Table) fixedBytes() int {
 	n := 0
 	for pi := range t.ports {
 		n += len(t.ports[pi])*4 + len(t.bits[pi])*8
+	}
+	for pi := range t.lanOf {
+		n += len(t.lanOf[pi]) * 4
 	}
 	return n + len(t.fwdExt)*1024*8*2
 }
@@ -434,6 +452,9 @@ func (t *Table) createFlow(pi int, lan uint32, lport uint16, rem uint32, rport u
 		}
 		m = t.insert(entry{meta: uint8(kindMap | pi), lan: lan, lport: lport, ext: ext, rem: 1})
 		t.ports[pi][uint32(ext)-t.lo] = uint32(m) + 1
+		if pi < len(t.lanOf) && t.lanOf[pi] != nil {
+			t.lanOf[pi][uint32(ext)-t.lo] = (lan&^t.lanM)<<16 | uint32(lport)
+		}
 		t.stats.Mappings++
 		t.stats.MappingAllocs++
 	} else {
