@@ -386,7 +386,7 @@ func checkPipeline(t *testing.T, fw *Forwarder, a, b nic.Port, flows []Flow) {
 			t.Fatal(err)
 		}
 	}
-	down, err := Prime(a, b, up, flows, CheckUpPPPoE(flows), 5*time.Second)
+	down, err := Prime(a, b, up, flows, CheckUpPPPoE(flows), 5*time.Second, 0)
 	if err != nil {
 		t.Fatalf("priming: %v (engine drops %v)", err, fw.Engine.Totals().DropMap())
 	}
@@ -517,5 +517,58 @@ func TestMeasureSideSearch(t *testing.T) {
 				t.Fatalf("hook opened %d times, want %d (first and reported trial)", hooks, want)
 			}
 		})
+	}
+}
+
+// lossyPort drops the first frame it is asked to send whose IPv4 id is
+// dropID (counting it as sent, as a wire would).
+type lossyPort struct {
+	*memport.Port
+	dropID  uint16
+	dropped bool
+}
+
+func (p *lossyPort) Send(q int, frames []*nic.Frame) (int, error) {
+	for i, f := range frames {
+		if pk, err := Parse(f.Data()); err == nil && pk.ID == p.dropID && !p.dropped {
+			p.dropped = true
+			n, err := p.Port.Send(q, frames[:i])
+			if err != nil || n < i {
+				return n, err
+			}
+			return i + 1, nil
+		}
+	}
+	return p.Port.Send(q, frames)
+}
+
+// TestPrimeRetries checks that priming is strict without retries (a lost
+// frame fails it) and resends lost frames with them.
+func TestPrimeRetries(t *testing.T) {
+	flows := Flows(200, 0, 0)
+	up := make([][]byte, len(flows))
+	for i, f := range flows {
+		up[i], _ = Uplink(f, i, 64, testMAC)
+	}
+	// A loopback "forwarder": B receives A's frame unchanged, so the
+	// uplink check only looks at the flow index.
+	anyUp := func(int, Packet) error { return nil }
+	for _, retries := range []int{0, 1} {
+		a, b := memport.New("a", 1, 512), memport.New("b", 1, 512)
+		memport.Pair(a, b)
+		la := &lossyPort{Port: a, dropID: 150}
+		_, err := Prime(la, b, up, flows, anyUp, 50*time.Millisecond, retries)
+		if !la.dropped {
+			t.Fatal("nothing was dropped")
+		}
+		switch {
+		case retries == 0 && (err == nil || !strings.Contains(err.Error(), "1 of 72 frames of chunk 128..200 did not arrive")):
+			t.Errorf("no retries: %v, want the lost frame reported", err)
+		case retries > 0 && err != nil && !strings.Contains(err.Error(), "downlink"):
+			// The loopback answers with the reply to the uplink: the
+			// downlink check fails (no translation happened), but the
+			// uplink exchange must have succeeded.
+			t.Errorf("with retries: %v", err)
+		}
 	}
 }

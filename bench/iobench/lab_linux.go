@@ -302,7 +302,7 @@ func Run(o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		down, err := Prime(topo.A, topo.B, up, flows, CheckUpMasq(flows, pub), 0)
+		down, err := Prime(topo.A, topo.B, up, flows, CheckUpMasq(flows, pub), time.Second, 3)
 		if err != nil {
 			return nil, fmt.Errorf("kernel baseline: priming: %w", err)
 		}
@@ -330,7 +330,7 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	down, err := Prime(topo.A, topo.B, up, flows, CheckUpPPPoE(flows), 0)
+	down, err := Prime(topo.A, topo.B, up, flows, CheckUpPPPoE(flows), time.Second, 3)
 	if err != nil {
 		return nil, fmt.Errorf("pppfwd: priming: %w (drops %v)", err, fw.Engine.Totals().DropMap())
 	}

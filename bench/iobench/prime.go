@@ -117,8 +117,11 @@ func FullMatch(flows int, check Check, firstErr *error) Match {
 // b and waits for them at a (checked with CheckDown). It returns the
 // answers: the downlink frames of the load, which carry whatever external
 // port or echo id the translator picked. Frames are sent in chunks so
-// that no ring overflows.
-func Prime(a, b nic.Port, up [][]byte, flows []Flow, upCheck Check, timeout time.Duration) ([][]byte, error) {
+// that no ring overflows. With retries > 0, frames that did not arrive
+// within the timeout are sent again (up to retries times; late
+// duplicates are then ignored); with 0 every frame must arrive the first
+// time, exactly once.
+func Prime(a, b nic.Port, up [][]byte, flows []Flow, upCheck Check, timeout time.Duration, retries int) ([][]byte, error) {
 	if len(up) != len(flows) {
 		return nil, fmt.Errorf("iobench: %d frames for %d flows", len(up), len(flows))
 	}
@@ -133,30 +136,30 @@ func Prime(a, b nic.Port, up [][]byte, flows []Flow, upCheck Check, timeout time
 		r, err := Reply(raw)
 		down[i] = r
 		return err
-	}, timeout); err != nil {
+	}, timeout, retries); err != nil {
 		return nil, fmt.Errorf("uplink: %w", err)
 	}
 	check := CheckDown(flows)
-	if err := exchange(b, a, down, func(i int, p Packet, _ []byte) error { return check(i, p) }, timeout); err != nil {
+	if err := exchange(b, a, down, func(i int, p Packet, _ []byte) error { return check(i, p) }, timeout, retries); err != nil {
 		return nil, fmt.Errorf("downlink: %w", err)
 	}
 	return down, nil
 }
 
 // exchange sends frames (frame i carries IPv4 id i) from src in chunks
-// and waits until each arrived at dst exactly once.
-func exchange(src, dst nic.Port, frames [][]byte, got func(i int, p Packet, raw []byte) error, timeout time.Duration) error {
+// and waits until each arrived at dst exactly once (see Prime for
+// retries).
+func exchange(src, dst nic.Port, frames [][]byte, got func(i int, p Packet, raw []byte) error, timeout time.Duration, retries int) error {
 	const chunk = 128
 	tx := nic.NewFrames(chunk)
 	rx := nic.NewFrames(64)
 	seen := make([]bool, len(frames))
-	for start := 0; start < len(frames); start += chunk {
-		end := min(start+chunk, len(frames))
-		for i := start; i < end; i++ {
-			tx[i-start].SetData(frames[i])
+	send := func(idx []int) error {
+		for i, k := range idx {
+			tx[i].SetData(frames[k])
 		}
-		for k := 0; k < end-start; {
-			n, err := src.Send(0, tx[k:end-start])
+		for k := 0; k < len(idx); {
+			n, err := src.Send(0, tx[k:len(idx)])
 			if err != nil {
 				return err
 			}
@@ -165,8 +168,19 @@ func exchange(src, dst nic.Port, frames [][]byte, got func(i int, p Packet, raw 
 				time.Sleep(100 * time.Microsecond)
 			}
 		}
+		return nil
+	}
+	for start := 0; start < len(frames); start += chunk {
+		end := min(start+chunk, len(frames))
+		idx := make([]int, 0, chunk)
+		for i := start; i < end; i++ {
+			idx = append(idx, i)
+		}
+		if err := send(idx); err != nil {
+			return err
+		}
 		deadline := time.Now().Add(timeout)
-		missing := end - start
+		missing, tries := end-start, 0
 		for q := 0; missing > 0; q = (q + 1) % dst.Queues() {
 			n, err := dst.Recv(q, rx)
 			if err != nil {
@@ -182,9 +196,15 @@ func exchange(src, dst nic.Port, frames [][]byte, got func(i int, p Packet, raw 
 				}
 				i := int(p.ID)
 				if i < start || i >= end {
+					if retries > 0 {
+						continue // a late duplicate of a resent frame
+					}
 					return fmt.Errorf("frame with IPv4 id %d outside chunk %d..%d", i, start, end)
 				}
 				if seen[i] {
+					if retries > 0 {
+						continue
+					}
 					return fmt.Errorf("flow %d arrived twice", i)
 				}
 				seen[i] = true
@@ -193,10 +213,23 @@ func exchange(src, dst nic.Port, frames [][]byte, got func(i int, p Packet, raw 
 					return err
 				}
 			}
-			if n == 0 && q == dst.Queues()-1 {
-				if time.Now().After(deadline) {
-					return fmt.Errorf("%d of %d frames of chunk %d..%d did not arrive within %v", missing, end-start, start, end, timeout)
+			if n == 0 && q == dst.Queues()-1 && time.Now().After(deadline) {
+				if tries >= retries {
+					return fmt.Errorf("%d of %d frames of chunk %d..%d did not arrive within %v (%d resends)",
+						missing, end-start, start, end, timeout, tries)
 				}
+				tries++
+				idx = idx[:0]
+				for i := start; i < end; i++ {
+					if !seen[i] {
+						idx = append(idx, i)
+					}
+				}
+				if err := send(idx); err != nil {
+					return err
+				}
+				deadline = time.Now().Add(timeout)
+			} else if n == 0 && q == dst.Queues()-1 {
 				_ = dst.Wait(0, time.Millisecond)
 			}
 		}
