@@ -52,6 +52,7 @@ type Counts struct {
 	PerFlowUp            []uint64 // by flow index (Flows > 0)
 	PerFlowDown          []uint64
 	GenCPU               time.Duration // the generator thread's CPU time
+	Wall                 time.Duration // the whole run, warmup and drain included
 }
 
 // UpLoss and DownLoss are the frames sent but not received.
@@ -285,6 +286,7 @@ func (l Load) Run() (*Counts, error) {
 	if cpu1, err := pin.ThreadCPUTime(); err == nil {
 		c.GenCPU = cpu1 - cpu0
 	}
+	c.Wall = time.Since(start)
 	return c, nil
 }
 

@@ -90,6 +90,9 @@ type Side struct {
 	// GenCPUNsPerPkt is the generator thread's CPU time per frame it sent
 	// or received.
 	GenCPUNsPerPkt float64 `json:"gen_cpu_ns_per_pkt"`
+	// GenCPUShare is the generator thread's CPU time over the run's wall
+	// time: below 1 when something else ran on its CPU.
+	GenCPUShare float64 `json:"gen_cpu_share"`
 	// FwdCPUBusy is the forwarder CPUs' busy share during the window
 	// (from /proc/stat: includes other processes on a shared machine).
 	FwdCPUBusy float64 `json:"fwd_cpu_busy"`
@@ -195,6 +198,9 @@ func side(c *Counts, upFrame, downFrame int) Side {
 	s.Lost = c.UpLoss() + c.DownLoss()
 	if sent := c.UpSent + c.DownSent; sent > 0 {
 		s.Loss = float64(s.Lost) / float64(sent)
+	}
+	if c.Wall > 0 {
+		s.GenCPUShare = c.GenCPU.Seconds() / c.Wall.Seconds()
 	}
 	if n := c.UpSent + c.DownSent + c.UpRecv + c.DownRecv; n > 0 {
 		s.GenCPUNsPerPkt = float64(c.GenCPU.Nanoseconds()) / float64(n)
