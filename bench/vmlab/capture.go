@@ -219,3 +219,22 @@ func parseTsharkFields(out []byte) (*PcapReport, error) {
 	}
 	return r, nil
 }
+
+// CountFrames returns how many frames of the pcap at path match a tshark
+// display filter (e.g. `pppoe.code == 0x09 && pppoed.tags.max_payload`).
+// It can be called while a Capture is still running (tcpdump writes each
+// frame as it comes).
+func CountFrames(ctx context.Context, path, filter string) (int, error) {
+	cmd := exec.CommandContext(ctx, "tshark", "-n", "-r", path, "-Y", filter, "-T", "fields", "-e", "frame.number")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		// A capture cut mid-record (still being written) still yields
+		// the complete frames before the cut.
+		if !strings.Contains(stderr.String(), "cut short") {
+			return 0, fmt.Errorf("vmlab: tshark -Y %q: %w: %s", filter, err, stderr.String())
+		}
+	}
+	return len(bytes.Fields(out)), nil
+}

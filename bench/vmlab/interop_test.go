@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,12 +127,14 @@ var (
 // address and DNS learned, ICMP both ways, LCP echoes answered, the server
 // hanging up (pppd terminated: LCP Terminate + PADT; pppd killed: bare
 // PADT) and the client reconnecting, and the client's own shutdown ending
-// the server's session.
+// the server's session. Debian's pppoe-server is built without kernel mode
+// (-k), so its data path is the user-mode pppoe relay on a pty (ppp_async);
+// TestIntegrationRealClient covers the kernel's PPPoE data path.
 func TestIntegrationRealBRAS(t *testing.T) {
 	requireLab(t, true)
 	ns, vm := newLab(t)
 	var ran []string // authentication protocols of the subtests that ran
-	startCapture(t, ns, "vmtap0", func(r *PcapReport) { checkInteropCapture(t, r, ran) })
+	pcap := startCapture(t, ns, "vmtap0", func(r *PcapReport) { checkInteropCapture(t, r, ran) })
 	secrets := fmt.Sprintf("%s * \"%s\" *\n", brasUser, brasPass)
 	for _, f := range []string{"/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets"} {
 		if err := vm.WriteFile(f, []byte(secrets), 0o600); err != nil {
@@ -141,19 +144,24 @@ func TestIntegrationRealBRAS(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		auth    pppoe.AuthProto
+		proto   string // tshark's name for it
 		require string
+		mtu     int // the client's ClientConfig.MTU
 	}{
-		{"CHAP", pppoe.AuthCHAPMD5, "require-chap"},
-		{"PAP", pppoe.AuthPAP, "require-pap"},
+		{"CHAP", pppoe.AuthCHAPMD5, "chap", "require-chap", 0},
+		{"PAP", pppoe.AuthPAP, "pap", "require-pap", 0},
+		// rp-pppoe's pppoe-server does not implement RFC 4638: a client
+		// asking for 1500 must fall back to 1492.
+		{"CHAP-MTU1500-fallback", pppoe.AuthCHAPMD5, "chap", "require-chap", 1500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ran = append(ran, strings.ToLower(tc.name))
-			testRealBRAS(t, ns, vm, tc.auth, tc.require)
+			ran = append(ran, tc.proto)
+			testRealBRAS(t, ns, vm, pcap, tc.auth, tc.require, tc.mtu)
 		})
 	}
 }
 
-func testRealBRAS(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto, require string) {
+func testRealBRAS(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthProto, require string, mtu int) {
 	opts := strings.Join([]string{require, "lcp-echo-interval 1", "lcp-echo-failure 10",
 		"ms-dns " + ipString(brasDNS[0]), "ms-dns " + ipString(brasDNS[1]),
 		"debug", "logfile /var/log/pppd.log", ""}, "\n")
@@ -169,7 +177,7 @@ func testRealBRAS(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto, require
 	data := openRaw(t, ns, "vmtap0", 0x8864)
 	delivered := make(chan []byte, 64)
 	client := pppoe.NewClient(pppoe.ClientConfig{
-		Username: brasUser, Password: brasPass, Auth: pppoe.AuthAny,
+		Username: brasUser, Password: brasPass, Auth: pppoe.AuthAny, MTU: mtu,
 		EchoInterval: time.Second, EchoFailures: 10,
 		HoldoffDelay: 200 * time.Millisecond, MaxHoldoff: time.Second,
 		Deliver: func(ip []byte) {
@@ -225,8 +233,17 @@ func testRealBRAS(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto, require
 	if s.DNS != brasDNS {
 		t.Errorf("DNS %s,%s, want %s,%s", ipString(s.DNS[0]), ipString(s.DNS[1]), ipString(brasDNS[0]), ipString(brasDNS[1]))
 	}
-	if s.MTU != 1492 {
-		t.Errorf("MTU %d, want 1492", s.MTU)
+	if s.MTU != 1492 || st.MTU != 1492 || st.MaxPayload {
+		t.Errorf("MTU %d (status %d, MaxPayload %v), want 1492 without PPP-Max-Payload", s.MTU, st.MTU, st.MaxPayload)
+	}
+	if mtu > 1492 {
+		// The client asked (PADI with PPP-Max-Payload); the AC did not echo.
+		if n := countFrames(t, pcap, "pppoe.code == 0x09 && pppoed.tags.max_payload"); n == 0 {
+			t.Error("no PADI with PPP-Max-Payload in the capture")
+		}
+		if n := countFrames(t, pcap, "pppoe.code == 0x65 && pppoed.tags.max_payload"); n != 0 {
+			t.Errorf("%d PADS with PPP-Max-Payload from rp-pppoe, which does not implement it", n)
+		}
 	}
 	if s.PeerMAC != DefaultMAC(0) || s.LocalMAC != conn.HardwareAddr() {
 		t.Errorf("session MACs local %x peer %x", s.LocalMAC, s.PeerMAC)
@@ -385,26 +402,46 @@ func TestIntegrationRealClient(t *testing.T) {
 	requireLab(t, true)
 	ns, vm := newLab(t)
 	var ran []string
-	startCapture(t, ns, "vmtap0", func(r *PcapReport) { checkInteropCapture(t, r, ran) })
+	pcap := startCapture(t, ns, "vmtap0", func(r *PcapReport) { checkInteropCapture(t, r, ran) })
 	for _, tc := range []struct {
-		name string
-		auth pppoe.AuthProto
+		name  string
+		auth  pppoe.AuthProto
+		proto string
+		mtu   int
 	}{
-		{"CHAP", pppoe.AuthCHAPMD5},
-		{"PAP", pppoe.AuthPAP},
+		{"CHAP", pppoe.AuthCHAPMD5, "chap", 1492},
+		{"PAP", pppoe.AuthPAP, "pap", 1492},
+		// RFC 4638: baby-jumbo (1508-byte) Ethernet MTU on both ends,
+		// pppd asks for PPP-Max-Payload 1500.
+		{"CHAP-MTU1500", pppoe.AuthCHAPMD5, "chap", 1500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ran = append(ran, strings.ToLower(tc.name))
-			testRealClient(t, ns, vm, tc.auth)
+			ran = append(ran, tc.proto)
+			testRealClient(t, ns, vm, pcap, tc.auth, tc.mtu)
 		})
 	}
 }
 
-func testRealClient(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto) {
+func testRealClient(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthProto, mtu int) {
+	pppdMTU := ""
+	if mtu > 1492 {
+		ethMTU := strconv.Itoa(mtu + 8)
+		if _, err := run(context.Background(), "", "ip", "-n", ns.Name, "link", "set", "vmtap0", "mtu", ethMTU); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := vm.Run("ip link set eth0 mtu " + ethMTU); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = run(context.Background(), "", "ip", "-n", ns.Name, "link", "set", "vmtap0", "mtu", "1500")
+			_, _ = vm.Run("ip link set eth0 mtu 1500")
+		})
+		pppdMTU = fmt.Sprintf(" mtu %d mru %d", mtu, mtu)
+	}
 	conn := openRaw(t, ns, "vmtap0", 0x8863, 0x8864)
 	delivered := make(chan []byte, 64)
 	srv := pppoe.NewServer(pppoe.ServerConfig{
-		ACName: "pppfwd-ac", Auth: auth, Users: map[string]string{acUser: acPass},
+		ACName: "pppfwd-ac", Auth: auth, Users: map[string]string{acUser: acPass}, MTU: mtu,
 		LocalAddr: acLocal, PoolFirst: acPool[0], PoolLast: acPool[1], DNS: acDNS,
 		EchoInterval: time.Second, EchoFailures: 10,
 		Deliver: func(_ pppoe.SessionInfo, ip []byte) {
@@ -444,7 +481,7 @@ func testRealClient(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto) {
 		t.Helper()
 		if _, err := vm.Run("rm -f /var/log/pppc.log /etc/ppp/resolv.conf; " +
 			"pppd plugin rp-pppoe.so nic-eth0 user " + acUser + " password " + acPass +
-			" noauth noipdefault usepeerdns nodefaultroute lcp-echo-interval 1 lcp-echo-failure 10" +
+			" noauth noipdefault usepeerdns nodefaultroute lcp-echo-interval 1 lcp-echo-failure 10" + pppdMTU +
 			" debug logfile /var/log/pppc.log nodetach >/dev/null 2>&1 &"); err != nil {
 			t.Fatal(err)
 		}
@@ -525,6 +562,7 @@ func testRealClient(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto) {
 	// the client's address, the guest kernel answers.
 	respond, respondDone := make(chan struct{}), make(chan struct{})
 	replies := make(chan echoMsg, 16)
+	var fullSized atomic.Int32 // unfragmented echo requests of exactly mtu bytes
 	go func() {
 		defer close(respondDone)
 		for {
@@ -535,6 +573,9 @@ func testRealClient(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto) {
 				e, ok := parseEcho(ip)
 				switch {
 				case ok && e.typ == 8 && e.dst == acLocal:
+					if len(ip) == mtu {
+						fullSized.Add(1)
+					}
 					if err := srv.SendIPv4(echoReplyTo(ip)); err != nil {
 						t.Errorf("SendIPv4: %v", err)
 					}
@@ -551,6 +592,26 @@ func testRealClient(t *testing.T, ns *Netns, vm *VM, auth pppoe.AuthProto) {
 	out, err := vm.Run("ping -c 3 -W 5 " + ipString(acLocal))
 	if n := pingReceived(out); err != nil || n < 2 {
 		t.Errorf("ping from pppd's side: %v, %d replies:\n%s", err, n, out)
+	}
+	// Full-sized packets both ways: mtu-byte IP packets, unfragmented.
+	out, err = vm.Run(fmt.Sprintf("ip link show ppp0; ping -c 2 -W 5 -s %d %s", mtu-28, ipString(acLocal)))
+	if n := pingReceived(out); err != nil || n < 1 || fullSized.Load() == 0 {
+		t.Errorf("%d-byte ping from pppd's side: %v, %d replies, %d full-sized requests at the AC:\n%s",
+			mtu, err, n, fullSized.Load(), out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("mtu %d ", mtu)) {
+		t.Errorf("pppd's ppp0 MTU is not %d:\n%s", mtu, out)
+	}
+	if info.MTU != mtu || info.MaxPayload != (mtu > 1492) {
+		t.Errorf("AC session MTU %d MaxPayload %v, want %d %v", info.MTU, info.MaxPayload, mtu, mtu > 1492)
+	}
+	if mtu > 1492 {
+		// pppd's PADR asked for it, and our PADS echoed it (RFC 4638).
+		for _, f := range []string{"pppoe.code == 0x19 && pppoed.tags.max_payload", "pppoe.code == 0x65 && pppoed.tags.max_payload"} {
+			if n := countFrames(t, pcap, f); n == 0 {
+				t.Errorf("no frame matching %q in the capture", f)
+			}
+		}
 	}
 	for seq := uint16(1); seq <= 3; seq++ {
 		if err := srv.SendIPv4(icmpEcho(acLocal, info.Addr, 8, 0x5151, seq, []byte("from-ac"))); err != nil {

@@ -64,8 +64,8 @@ func newLab(t *testing.T) (*Netns, *VM) {
 }
 
 // startCapture captures on the tap; at cleanup the pcap is decoded and any
-// malformed or undissected frame fails the test.
-func startCapture(t *testing.T, ns *Netns, tap string, check func(*PcapReport)) {
+// malformed or undissected frame fails the test. It returns the pcap's path.
+func startCapture(t *testing.T, ns *Netns, tap string, check func(*PcapReport)) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "capture.pcap")
 	c, err := StartCapture(context.Background(), ns.Name, tap, path)
@@ -95,6 +95,7 @@ func startCapture(t *testing.T, ns *Netns, tap string, check func(*PcapReport)) 
 			}
 		}
 	})
+	return path
 }
 
 // openRaw opens a raw frame socket on ifname inside ns.
@@ -137,6 +138,17 @@ func pppoeTag(frame []byte, typ uint16) ([]byte, bool) {
 	return nil, false
 }
 
+// countFrames counts the frames of the capture at path matching a tshark
+// display filter.
+func countFrames(t *testing.T, path, filter string) int {
+	t.Helper()
+	n, err := CountFrames(context.Background(), path, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestIntegrationVMLab boots the lab, checks that the PPP modules loaded and
 // that rp-pppoe's pppoe-server answers a PADI sent from the namespace with
 // a PADO carrying its AC-Name; the capture must decode cleanly.
@@ -145,7 +157,7 @@ func TestIntegrationVMLab(t *testing.T) {
 	t0 := time.Now()
 	ns, vm := newLab(t)
 	t.Logf("boot took %v", time.Since(t0).Round(time.Millisecond))
-	startCapture(t, ns, "vmtap0", func(r *PcapReport) {
+	pcap := startCapture(t, ns, "vmtap0", func(r *PcapReport) {
 		if r.Protocols["pppoed"] < 2 || r.Frames != r.Protocols["pppoed"] {
 			t.Errorf("capture: want only PADI and PADO frames, got %s", r)
 		}
@@ -215,5 +227,8 @@ func TestIntegrationVMLab(t *testing.T) {
 	}
 	if string(acName) != "vmlab-ac" {
 		t.Fatalf("no PADO with AC-Name vmlab-ac from pppoe-server (got %q)", acName)
+	}
+	if n := countFrames(t, pcap, `pppoe.code == 0x07 && pppoed.tags.ac_name == "vmlab-ac"`); n < 1 {
+		t.Errorf("tshark finds %d PADOs from vmlab-ac in the capture", n)
 	}
 }
