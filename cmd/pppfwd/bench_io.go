@@ -29,6 +29,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
 	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
+	rounds := fs.Int("rounds", 2, "alternate kernel and pppfwd measurements this many times; the best of each is reported")
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
 	lossTol := fs.Float64("loss-tolerance", 0.01, "loss fraction a measurement may have (rate search)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -41,7 +42,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
-		NoPin: *noPin, SkipKernel: *skipKernel, Search: *search, LossTolerance: *lossTol}
+		NoPin: *noPin, SkipKernel: *skipKernel, Search: *search, LossTolerance: *lossTol, Rounds: *rounds}
 	if *shape == "off" {
 		o.ShapeOff = true
 	} else {
@@ -90,6 +91,10 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		for _, k := range names {
 			fmt.Fprintf(tw, "drop %s\t%d\n", k, m[k])
 		}
+	}
+	for i, r := range res.Rounds {
+		fmt.Fprintf(tw, "round %d\tkernel %.0f pps (generator CPU share %.2f), pppfwd %.0f pps (%.2f)\n",
+			i, r.KernelPPS, r.KernelGenShare, r.PPPFWDPPS, r.PPPFWDGenShare)
 	}
 	fmt.Fprintf(tw, "fairness\t%s\n", res.Fairness)
 	tw.Flush()
