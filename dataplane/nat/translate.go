@@ -66,13 +66,14 @@ func parse(ip []byte, p *pkt) (Reason, bool) {
 func (t *Table) snat(p *pkt, ext uint16) {
 	switch p.pi {
 	case piTCP:
-		tc := hdr.TCP(p.l4)
-		tc.UpdateAddr(p.src, t.pub)
-		tc.SetSrcPort(ext)
+		c := binary.BigEndian.Uint16(p.l4[16:])
+		binary.BigEndian.PutUint16(p.l4[16:], updateAddrPort(c, p.src, t.pub, p.sport, ext))
+		binary.BigEndian.PutUint16(p.l4, ext)
 	case piUDP:
-		u := hdr.UDP(p.l4)
-		u.UpdateAddr(p.src, t.pub)
-		u.SetSrcPort(ext)
+		if c := binary.BigEndian.Uint16(p.l4[6:]); c != 0 {
+			binary.BigEndian.PutUint16(p.l4[6:], nonZero(updateAddrPort(c, p.src, t.pub, p.sport, ext)))
+		}
+		binary.BigEndian.PutUint16(p.l4, ext)
 	default:
 		hdr.ICMP(p.l4).SetID(ext)
 	}
@@ -84,18 +85,39 @@ func (t *Table) snat(p *pkt, ext uint16) {
 func (t *Table) dnat(p *pkt, lan uint32, lport uint16) {
 	switch p.pi {
 	case piTCP:
-		tc := hdr.TCP(p.l4)
-		tc.UpdateAddr(p.dst, lan)
-		tc.SetDstPort(lport)
+		c := binary.BigEndian.Uint16(p.l4[16:])
+		binary.BigEndian.PutUint16(p.l4[16:], updateAddrPort(c, p.dst, lan, p.dport, lport))
+		binary.BigEndian.PutUint16(p.l4[2:], lport)
 	case piUDP:
-		u := hdr.UDP(p.l4)
-		u.UpdateAddr(p.dst, lan)
-		u.SetDstPort(lport)
+		if c := binary.BigEndian.Uint16(p.l4[6:]); c != 0 {
+			binary.BigEndian.PutUint16(p.l4[6:], nonZero(updateAddrPort(c, p.dst, lan, p.dport, lport)))
+		}
+		binary.BigEndian.PutUint16(p.l4[2:], lport)
 	default:
 		hdr.ICMP(p.l4).SetID(lport)
 	}
 	p.v.SetDst(lan)
 	p.dst, p.dport = lan, lport
+}
+
+// updateAddrPort is RFC 1624 eqn. 3 for a pseudo-header address change
+// a0 -> a1 and a port change p0 -> p1 in one fold; the result is the one
+// hdr.Update32 followed by hdr.Update16 gives (both are exact one's
+// complement sums, folded to a non-zero value unless every term is zero).
+func updateAddrPort(c uint16, a0, a1 uint32, p0, p1 uint16) uint16 {
+	s := uint32(^c) + uint32(^uint16(a0>>16)) + uint32(^uint16(a0)) +
+		uint32(uint16(a1>>16)) + uint32(uint16(a1)) + uint32(^p0) + uint32(p1)
+	s = s>>16 + s&0xffff
+	s = s>>16 + s&0xffff
+	return ^uint16(s)
+}
+
+// nonZero maps a computed UDP checksum of 0 to 0xffff (0 means none).
+func nonZero(c uint16) uint16 {
+	if c == 0 {
+		return 0xffff
+	}
+	return c
 }
 
 func (t *Table) isLAN(a uint32) bool { return (a^t.cfg.LANAddr)&t.lanM == 0 }
