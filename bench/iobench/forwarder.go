@@ -22,6 +22,10 @@ type FwdConfig struct {
 	Shape   shaper.Spec // Rate 0: no shaper
 	Flows   []Flow      // their hosts become the engine's LAN neighbours
 	CPUs    []int       // worker k is pinned to CPUs[k%len]; nil: no pinning
+	// RingSize is the engine's inter-core ring size (0: its default).
+	// Tests on a busy machine raise it: a descheduled worker's redirect
+	// ring (RingSize/4) is what overflows first.
+	RingSize int
 }
 
 // Forwarder is a running pppfwd engine in R.
@@ -65,7 +69,7 @@ func StartEngine(lan, wan nic.Port, c FwdConfig) (*Forwarder, error) {
 		Workers: c.Workers, LAN: f.LAN, WAN: f.WAN,
 		RouterMAC: pipeline.RouterMAC, RouterAddr: pipeline.RouterAddr,
 		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
-		Up: c.Shape, Down: c.Shape,
+		Up: c.Shape, Down: c.Shape, RingSize: c.RingSize,
 		ThreadCPU: threadCPU,
 	}
 	cfg.NAT.Capacity = 4*len(c.Flows) + 1024

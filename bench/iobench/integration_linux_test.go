@@ -46,7 +46,7 @@ func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw, err := topo.StartForwarder(FwdConfig{Backend: backend, Workers: workers, XDPMode: mode, Shape: sp, Flows: flows})
+	fw, err := topo.StartForwarder(FwdConfig{Backend: backend, Workers: workers, XDPMode: mode, Shape: sp, Flows: flows, RingSize: 4096})
 	if err != nil {
 		for _, e := range []error{afxdp.ErrNoAFXDP, afxdp.ErrXDPRefused, afxdp.ErrPermission} {
 			if errors.Is(err, e) {

@@ -357,7 +357,7 @@ func TestPipelineMemport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw, err := StartEngine(lan, wan, FwdConfig{Workers: workers, Shape: sp, Flows: flows})
+	fw, err := StartEngine(lan, wan, FwdConfig{Workers: workers, Shape: sp, Flows: flows, RingSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,6 +409,9 @@ func checkPipeline(t *testing.T, fw *Forwarder, a, b nic.Port, flows []Flow) {
 		t.Fatalf("generator sent %d up, %d down, want %d", c.UpSent, c.DownSent, n)
 	}
 	if c.UpRecv != n || c.DownRecv != n || c.UpBad+c.DownBad != 0 {
+		for _, p := range []nic.Port{a, fw.LAN, fw.WAN, b} {
+			t.Logf("port %s: %+v", p.Name(), p.Stats())
+		}
 		t.Fatalf("lost frames below capacity: %d of %d up, %d of %d down arrived (bad %d/%d)",
 			c.UpRecv, n, c.DownRecv, n, c.UpBad, c.DownBad)
 	}

@@ -48,7 +48,7 @@ func NewTopo(ln *nettest.Line) (*Topo, error) {
 	if t.RBMAC, err = mac6(ln.RBMAC); err != nil {
 		return nil, err
 	}
-	cfg := afpacket.Config{Promisc: true}
+	cfg := afpacket.Config{Promisc: true, BlockSize: rxBlockSize, Blocks: rxBlocks}
 	if err := ln.A.Do(func() (err error) { t.A, err = afpacket.Open(ln.AIf, cfg); return }); err != nil {
 		return nil, fmt.Errorf("iobench: generator port in A: %w", err)
 	}
@@ -62,10 +62,20 @@ func NewTopo(ln *nettest.Line) (*Topo, error) {
 // Close closes the generator's ports.
 func (t *Topo) Close() error { return errors.Join(t.A.Close(), t.B.Close()) }
 
+// AF_PACKET RX rings: a TPACKET_V3 block is handed to user space when it
+// is full or 1 ms after its first frame, so at low rates every block holds
+// a few frames and the ring's block count is what bounds how long a
+// reader may be descheduled (afpacket's default 16 blocks: 16 ms, too
+// short on a busy machine). 256 blocks of 64 KiB ride out 256 ms.
+const (
+	rxBlockSize = 64 << 10
+	rxBlocks    = 256
+)
+
 func openPort(backend, ifname string, workers int, mode afxdp.Mode) (nic.Port, string, error) {
 	switch backend {
 	case "afpacket":
-		p, err := afpacket.Open(ifname, afpacket.Config{Queues: workers, Promisc: true})
+		p, err := afpacket.Open(ifname, afpacket.Config{Queues: workers, Promisc: true, BlockSize: rxBlockSize, Blocks: rxBlocks})
 		return p, "", err
 	case "afxdp":
 		p, err := afxdp.Open(ifname, afxdp.Options{Queues: workers, Mode: mode})
