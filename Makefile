@@ -7,7 +7,7 @@ PKGS      := ./...
 # the reason otherwise.
 TESTFLAGS ?= -count=1 -timeout 25m
 
-.PHONY: all build deps lint test unit bench-smoke demo clean
+.PHONY: all build deps lint test unit race fuzz-smoke bench-smoke demo clean
 
 all: build
 
@@ -28,11 +28,27 @@ lint:
 unit:
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
+# The race detector over the packages with concurrency of their own.
+race:
+	$(GO) test -race -count=1 ./dataplane/... ./pppoe/... ./shaper/... ./nic/memport/...
+
+# Every fuzz target for a few seconds (their seed corpora already run in
+# `unit`); FUZZTIME=1m for a longer look.
+FUZZTIME ?= 4s
+fuzz-smoke:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$fz"; \
+			$(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $$pkg >/dev/null || \
+				{ $(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime 1x $$pkg; exit 1; }; \
+		done; \
+	done
+
 # Every Go benchmark once, so none rots.
 bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x $(PKGS)
 
-test: deps lint unit bench-smoke
+test: deps lint unit race fuzz-smoke bench-smoke
 
 # The main job: pppfwd in the namespace lab (a LAN host reaching the
 # "Internet" through pppfwd's PPPoE session, NAT and workers; needs root),

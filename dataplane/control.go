@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/dataplane/slowpath"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
@@ -49,10 +50,13 @@ type Control struct {
 	stats struct {
 		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored atomic.Uint64
 	}
-	scratch [nic.BufSize]byte
+	slow    *slowpath.Pool
 	hostRx  []*nic.Frame
+	hostTx  []*nic.Frame
+	hostMu  sync.Mutex
 	closed  chan struct{}
 	once    sync.Once
+	arpMu   sync.Mutex
 	lastARP map[uint32]time.Time
 }
 
@@ -68,6 +72,13 @@ func NewControl(e *Engine, cfg ControlConfig) *Control {
 	}
 	if cfg.Host != nil {
 		c.hostRx = nic.NewFrames(32)
+		c.hostTx = nic.NewFrames(1)
+	}
+	var h [slowpath.NumKinds]slowpath.Handler
+	h[slowpath.Exception] = c.handle
+	var err error
+	if c.slow, err = slowpath.New(slowpath.Config{Workers: 2, Queue: 256, Handlers: h}); err != nil {
+		panic(err) // only on invalid static sizes
 	}
 	return c
 }
@@ -80,8 +91,11 @@ func (c *Control) Stats() ControlStats {
 		Ignored: c.stats.ignored.Load()}
 }
 
-// Run polls until ctx is done.
+// Run polls until ctx is done. LAN exceptions are handled on a bounded
+// slow-path pool (dataplane/slowpath): a flood aimed at the router is
+// dropped and counted there, never queued without bound.
 func (c *Control) Run(ctx context.Context) error {
+	defer c.slow.Close()
 	defer c.once.Do(func() { close(c.closed) })
 	idle := time.NewTicker(200 * time.Microsecond)
 	defer idle.Stop()
@@ -129,6 +143,17 @@ func (c *Control) dispatch(d Dir, b []byte) {
 		default:
 			c.stats.wanDrop.Add(1)
 		}
+	default:
+		if !c.slow.Submit(slowpath.Exception, 0, uint64(d), b) {
+			c.stats.ignored.Add(1)
+		}
+	}
+}
+
+// handle runs on the slow-path pool with a private copy of the frame.
+func (c *Control) handle(j *slowpath.Job) {
+	b := j.Frame.Data()
+	switch Dir(j.Arg) {
 	case FromLAN:
 		c.fromLAN(b)
 	case Unresolved:
@@ -137,23 +162,31 @@ func (c *Control) dispatch(d Dir, b []byte) {
 		}
 		c.stats.ignored.Add(1)
 	case FromWANIP:
-		if !c.echoReply(b, nil) {
+		if !c.echoReply(&j.Frame, false) {
 			c.stats.ignored.Add(1)
 		}
 	}
 }
 
+// SlowStats returns the slow-path pool's counters.
+func (c *Control) SlowStats() slowpath.Stats { return c.slow.Stats() }
+
 // resolve sends an ARP request for a LAN address (at most once a second).
 func (c *Control) resolve(ip uint32) {
 	now := time.Now()
-	if t, ok := c.lastARP[ip]; ok && now.Sub(t) < time.Second {
+	c.arpMu.Lock()
+	t, ok := c.lastARP[ip]
+	if ok && now.Sub(t) < time.Second {
+		c.arpMu.Unlock()
 		return
 	}
 	if len(c.lastARP) > 4096 {
 		clear(c.lastARP)
 	}
 	c.lastARP[ip] = now
-	b := c.scratch[:42]
+	c.arpMu.Unlock()
+	var buf [42]byte
+	b := buf[:]
 	for i := 0; i < 6; i++ {
 		b[i] = 0xff
 	}
@@ -194,8 +227,7 @@ func (c *Control) fromLAN(b []byte) {
 		}
 		if c.cfg.Host == nil {
 			if op == 1 && tpa == cfg.RouterAddr {
-				r := c.scratch[:42]
-				copy(r, b[:42])
+				r := b[:42] // answer in place (b is the job's copy)
 				copy(r[0:6], sha[:])
 				copy(r[6:12], cfg.RouterMAC[:])
 				ra := r[hdr.EthernetLen:]
@@ -212,28 +244,58 @@ func (c *Control) fromLAN(b []byte) {
 		}
 	}
 	if c.cfg.Host != nil {
-		if _, err := c.cfg.Host.Send(0, c.hostFrame(b)); err == nil {
+		c.hostMu.Lock()
+		c.hostTx[0].SetData(b)
+		_, err := c.cfg.Host.Send(0, c.hostTx)
+		c.hostMu.Unlock()
+		if err == nil {
 			c.stats.toHost.Add(1)
 		}
 		return
 	}
-	if eth.Type() == hdr.EtherTypeIPv4 && c.echoReply(b[hdr.EthernetLen:], b) {
+	if eth.Type() == hdr.EtherTypeIPv4 && c.echoReplyLAN(b) {
 		return
 	}
 	c.stats.ignored.Add(1)
 }
 
-func (c *Control) hostFrame(b []byte) []*nic.Frame {
-	f := c.hostRx[0]
-	f.SetData(b)
-	return c.hostRx[:1]
+// echoReplyLAN answers, in place, an ICMP echo request from the LAN to
+// the router's LAN address (b is an Ethernet frame the handler owns).
+func (c *Control) echoReplyLAN(b []byte) bool {
+	if !c.echoInPlace(b[hdr.EthernetLen:], c.e.cfg.RouterAddr) {
+		return false
+	}
+	eth := hdr.Ethernet(b)
+	eth.SetAddrs([6]byte(eth.Src()), c.e.cfg.RouterMAC)
+	return c.sent(c.e.Send(ToLAN, b[:hdr.EthernetLen+hdr.IPv4(b[hdr.EthernetLen:]).TotalLen()]))
 }
 
-// echoReply answers an ICMP echo request to one of the router's own
-// addresses. eth is the LAN frame (nil: the request came over the session).
-func (c *Control) echoReply(ipb []byte, eth []byte) bool {
+// echoReply answers an ICMP echo request that came over the session to
+// the session address; f holds the IPv4 packet and has headroom for the
+// PPPoE encapsulation.
+func (c *Control) echoReply(f *nic.Frame, _ bool) bool {
+	s := c.e.Session()
+	if s == nil || !c.echoInPlace(f.Data(), s.LocalAddr) {
+		return false
+	}
+	f.Truncate(hdr.IPv4(f.Data()).TotalLen())
+	if !s.Encap(f) {
+		return false
+	}
+	return c.sent(c.e.Send(ToWAN, f.Data()))
+}
+
+func (c *Control) sent(err error) bool {
+	if err == nil {
+		c.stats.echo.Add(1)
+	}
+	return err == nil
+}
+
+// echoInPlace turns an echo request to addr into its reply.
+func (c *Control) echoInPlace(ipb []byte, addr uint32) bool {
 	ip := hdr.IPv4(ipb)
-	if !ip.IsValid() || ip.Protocol() != hdr.ProtoICMP || ip.IsFragment() {
+	if !ip.IsValid() || ip.Protocol() != hdr.ProtoICMP || ip.IsFragment() || ip.Dst() != addr {
 		return false
 	}
 	ipb = ipb[:ip.TotalLen()]
@@ -241,48 +303,15 @@ func (c *Control) echoReply(ipb []byte, eth []byte) bool {
 	if !ic.IsValid() || ic.Type() != hdr.ICMPEcho {
 		return false
 	}
-	cfg := &c.e.cfg
-	s := c.e.Session()
-	if eth != nil && ip.Dst() != cfg.RouterAddr {
-		return false
-	}
-	if eth == nil && (s == nil || ip.Dst() != s.LocalAddr) {
-		return false
-	}
-	off := 0
-	if eth != nil {
-		off = hdr.EthernetLen
-	}
-	out := c.scratch[:off+len(ipb)]
-	copy(out[off:], ipb)
-	r := hdr.IPv4(out[off:])
-	src, dst := r.Src(), r.Dst()
-	binary.BigEndian.PutUint32(r[12:], dst)
-	binary.BigEndian.PutUint32(r[16:], src)
-	r[8] = 64
-	r.ComputeChecksum()
-	ric := hdr.ICMP(r[r.HeaderLen():])
-	ric[0] = hdr.ICMPEchoReply
-	ric.SetChecksum(0)
-	ric.SetChecksum(hdr.Checksum(ric, 0))
-	var err error
-	if eth != nil {
-		e := hdr.Ethernet(out)
-		e.SetAddrs([6]byte(eth[6:12]), cfg.RouterMAC)
-		e.SetType(hdr.EtherTypeIPv4)
-		err = c.e.Send(ToLAN, out)
-	} else {
-		f := nic.Frame{Buf: make([]byte, nic.BufSize)}
-		f.SetData(out)
-		if !s.Encap(&f) {
-			return false
-		}
-		err = c.e.Send(ToWAN, f.Data())
-	}
-	if err == nil {
-		c.stats.echo.Add(1)
-	}
-	return err == nil
+	src := ip.Src()
+	binary.BigEndian.PutUint32(ip[12:], addr)
+	binary.BigEndian.PutUint32(ip[16:], src)
+	ip[8] = 64
+	ip.ComputeChecksum()
+	ic[0] = hdr.ICMPEchoReply
+	ic.SetChecksum(0)
+	ic.SetChecksum(hdr.Checksum(ic, 0))
+	return true
 }
 
 // WANConn returns the pppoe.Conn through which the PPPoE client talks to

@@ -236,9 +236,8 @@ func (w *Worker) reclaim() {
 		w.reclaimLink(l)
 	}
 	w.reclaimLink(w.e.excLinks[w.id])
-	if w.id == 0 {
-		w.reclaimLink(w.e.inject)
-	}
+	// (The injection link is the other way round: worker 0 consumes its
+	// Data and produces its Ret; Engine.Send reclaims.)
 }
 
 func (w *Worker) reclaimLink(l *Link) {
