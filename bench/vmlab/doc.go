@@ -15,4 +15,17 @@
 // The host needs root, qemu-system-x86_64, ip, apt-get and dpkg-deb; and
 // tcpdump and tshark for captures. scripts/vmlab-deps.sh installs them.
 // Available reports what is missing.
+//
+// Environment: VMLAB_CACHE overrides the image cache directory (default
+// ~/.cache/pppfwd-vmlab; delete it to pick up a newer Debian kernel);
+// VMLAB_PCAP_DIR makes the package's tests keep their captures there.
+//
+// Guest notes: the image has no udev and no real init; stage 1 (busybox)
+// mounts proc, sys, devtmpfs, devpts and a tmpfs /tmp, stage 2 (bash) loads
+// the modules listed in GuestModules, brings every NIC up without IPv6 and
+// starts busybox syslogd (/var/log/messages). /etc/ppp/options is empty, so
+// pppd runs only with the options a test gives it. Debian's pppoe-server is
+// built without kernel mode (-k): it relays sessions through a pty with the
+// user-mode pppoe program; pppd's rp-pppoe.so client uses the kernel's
+// PPPoE socket.
 package vmlab
