@@ -171,19 +171,21 @@ func (v *VM) start(ctx context.Context) error {
 
 	boot, cancel := context.WithTimeout(ctx, v.opts.BootTimeout)
 	defer cancel()
-	accepted := make(chan error, 1)
+	type acceptResult struct {
+		c   net.Conn
+		err error
+	}
+	accepted := make(chan acceptResult, 1) // Close's ln.Close ends a pending Accept
 	go func() {
 		c, err := v.ln.Accept()
-		if err == nil {
-			v.conn = c
-		}
-		accepted <- err
+		accepted <- acceptResult{c, err}
 	}()
 	select {
-	case err := <-accepted:
-		if err != nil {
-			return err
+	case a := <-accepted:
+		if a.err != nil {
+			return a.err
 		}
+		v.conn = a.c
 	case <-v.exited:
 		return fmt.Errorf("vmlab: qemu exited: %v: %s", v.waitErr, qout.String())
 	case <-boot.Done():
