@@ -126,6 +126,26 @@ func (s *txSide) send(want int) (int, error) {
 	return k, err
 }
 
+// txFlusher is implemented by ports whose Send may leave frames queued
+// after a transient kick failure (afpacket).
+type txFlusher interface {
+	Flush(q int) error
+	TxPending(q int) int
+}
+
+// flushTX kicks queue 0 of p until nothing is pending (for up to ~100
+// ms), so that no frame of one measurement leaks into the next.
+func flushTX(p nic.Port) {
+	f, ok := p.(txFlusher)
+	if !ok {
+		return
+	}
+	for i := 0; i < 1000 && f.TxPending(0) > 0; i++ {
+		_ = f.Flush(0)
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
 // rxSide receives and classifies frames.
 type rxSide struct {
 	port    nic.Port
@@ -217,7 +237,9 @@ func (l Load) Run() (*Counts, error) {
 		}
 		if !stopSend {
 			if (l.Duration > 0 && windowDone) || (l.Count > 0 && up.sent >= l.Count && down.sent >= l.Count) {
-				stopSend, stopAt = true, now
+				flushTX(l.A)
+				flushTX(l.B)
+				stopSend, stopAt = true, time.Now()
 			}
 		}
 		work := 0

@@ -294,7 +294,7 @@ func TestFastMatch(t *testing.T) {
 // uplink arrives at B unchanged, B's downlink at A; every frame must be
 // counted once, by flow, and a corrupt frame as Bad.
 func TestLoadLoopback(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // ants starts its default pool at init
 	flows := Flows(5, 0, 0)
 	up := make([][]byte, len(flows))
 	for i, f := range flows {
@@ -346,7 +346,7 @@ func TestLoadLoopback(t *testing.T) {
 // the generator drives a real engine (PPPoE, NAT, shaper, 2 workers) over
 // in-memory ports, with B answering what it received.
 func TestPipelineMemport(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // ants starts its default pool at init
 	const workers = 2
 	ga, lan := memport.New("gen-a", workers, 1024), memport.New("lan", workers, 1024)
 	gb, wan := memport.New("gen-b", workers, 1024), memport.New("wan", workers, 1024)

@@ -168,6 +168,7 @@ func exchange(src, dst nic.Port, frames [][]byte, got func(i int, p Packet, raw 
 				time.Sleep(100 * time.Microsecond)
 			}
 		}
+		flushTX(src)
 		return nil
 	}
 	for start := 0; start < len(frames); start += chunk {
