@@ -28,6 +28,17 @@
 // end hosts' receive work (RPS on A's and B's interfaces) stays on the
 // generator's CPU. Both measurements offer the same load from the same
 // generator.
+//
+// Figures: each side is first loaded as fast as the generator goes. A side
+// that then loses more than the tolerance is searched for the highest
+// offered rate within it (a userspace forwarder on AF_PACKET livelocks
+// under overload: the kernel's receive work starves its worker), and the
+// trial that delivered most is reported, every trial listed. The two
+// measurements alternate for Options.Rounds rounds and the best round of
+// each is reported, since on a shared machine other work only ever slows
+// a run down; each round's generator CPU share shows how much it did. A
+// side whose loss stayed within the tolerance ("offered"-bound) took all
+// the generator could offer: its figure is a lower bound.
 package iobench
 
 import (
