@@ -9,9 +9,10 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
 )
 
-// TestUpdateAddrPortMatchesHdr: the one-fold checksum update of snat/dnat
-// gives exactly the bytes of hdr's address update followed by its port
-// update (TCP), and of the UDP variant with its zero rule.
+// TestUpdateAddrPortMatchesHdr: the fixed-step checksum updates of
+// snat/dnat give exactly hdr's bytes: address update (IP header), ICMP
+// echo id, address update followed by port update (TCP), and the UDP
+// variant with its zero rule.
 func TestUpdateAddrPortMatchesHdr(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	edge16 := []uint16{0, 1, 0x7fff, 0xfffe, 0xffff}
@@ -30,6 +31,17 @@ func TestUpdateAddrPortMatchesHdr(t *testing.T) {
 	}
 	for range 200000 {
 		c, a0, a1, p0, p1 := r16(), r32(), r32(), r16(), r16()
+		if got, want := updateAddr(c, a0, a1), hdr.Update32(c, a0, a1); got != want {
+			t.Fatalf("addr c %#x %#x->%#x: got %#x want %#x", c, a0, a1, got, want)
+		}
+		ic, ic2 := make([]byte, 8), make([]byte, 8)
+		binary16(ic[2:], c)
+		binary16(ic[4:], p0)
+		copy(ic2, ic)
+		hdr.ICMP(ic).SetID(p1)
+		if setICMPID(ic2, p1); !bytes.Equal(ic, ic2) {
+			t.Fatalf("ICMP id c %#x %#x->%#x: got % x want % x", c, p0, p1, ic2, ic)
+		}
 		want := hdr.Update16(hdr.Update32(c, a0, a1), p0, p1)
 		if got := updateAddrPort(c, a0, a1, p0, p1); got != want {
 			t.Fatalf("TCP c %#x addr %#x->%#x port %#x->%#x: got %#x want %#x", c, a0, a1, p0, p1, got, want)

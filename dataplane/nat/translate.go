@@ -75,9 +75,11 @@ func (t *Table) snat(p *pkt, ext uint16) {
 		}
 		binary.BigEndian.PutUint16(p.l4, ext)
 	default:
-		hdr.ICMP(p.l4).SetID(ext)
+		setICMPID(p.l4, ext)
 	}
-	p.v.SetSrc(t.pub)
+	c := binary.BigEndian.Uint16(p.v[10:])
+	binary.BigEndian.PutUint16(p.v[10:], updateAddr(c, p.src, t.pub))
+	binary.BigEndian.PutUint32(p.v[12:], t.pub)
 	p.src, p.sport = t.pub, ext
 }
 
@@ -94,10 +96,36 @@ func (t *Table) dnat(p *pkt, lan uint32, lport uint16) {
 		}
 		binary.BigEndian.PutUint16(p.l4[2:], lport)
 	default:
-		hdr.ICMP(p.l4).SetID(lport)
+		setICMPID(p.l4, lport)
 	}
-	p.v.SetDst(lan)
+	c := binary.BigEndian.Uint16(p.v[10:])
+	binary.BigEndian.PutUint16(p.v[10:], updateAddr(c, p.dst, lan))
+	binary.BigEndian.PutUint32(p.v[16:], lan)
 	p.dst, p.dport = lan, lport
+}
+
+// The checksum updates below fold with a fixed number of steps (their
+// sums stay below 2^19): hdr's loop folds until the sum fits, a branch
+// that goes either way from packet to packet.
+
+// updateAddr is hdr.Update32: checksum c after a 32-bit field (an address)
+// changes from a0 to a1.
+func updateAddr(c uint16, a0, a1 uint32) uint16 {
+	s := uint32(^c) + uint32(^uint16(a0>>16)) + uint32(^uint16(a0)) +
+		uint32(uint16(a1>>16)) + uint32(uint16(a1))
+	s = s>>16 + s&0xffff
+	s = s>>16 + s&0xffff
+	return ^uint16(s)
+}
+
+// setICMPID is hdr.ICMP.SetID: the echo id and the ICMP checksum.
+func setICMPID(ic []byte, id uint16) {
+	c := binary.BigEndian.Uint16(ic[2:])
+	s := uint32(^c) + uint32(^binary.BigEndian.Uint16(ic[4:])) + uint32(id)
+	s = s>>16 + s&0xffff
+	s = s>>16 + s&0xffff
+	binary.BigEndian.PutUint16(ic[2:], ^uint16(s))
+	binary.BigEndian.PutUint16(ic[4:], id)
 }
 
 // updateAddrPort is RFC 1624 eqn. 3 for a pseudo-header address change
