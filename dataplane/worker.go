@@ -290,16 +290,8 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		return
 	}
 	ip := hdr.IPv4(b[hdr.EthernetLen:])
-	if !ip.IsValid() {
-		w.drop(f, DropBadIPv4)
-		return
-	}
-	if ip.HeaderLen() != hdr.IPv4MinLen {
-		w.drop(f, DropIPOptions)
-		return
-	}
-	if !ip.HeaderChecksumOK() {
-		w.drop(f, DropBadChecksum)
+	if r, ok := checkIPv4(ip); !ok {
+		w.drop(f, r)
 		return
 	}
 	f.Truncate(hdr.EthernetLen + ip.TotalLen()) // strip Ethernet padding
@@ -370,12 +362,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.drop(f, DropNAT)
 		return
 	}
-	ip.DecTTL()
-	if !w.cfg.NoMSSClamp && ip.Protocol() == hdr.ProtoTCP {
-		if t := hdr.TCP(ip[hdr.IPv4MinLen:]); t.IsValid() && t.ClampMSS(w.mss) {
-			w.c.Clamped++
-		}
-	}
+	w.forwardIP(ip)
 	f.Pull(hdr.EthernetLen)
 	if w.up != nil {
 		w.up.EnqueueAt(f, flow, src, w.now)
@@ -520,16 +507,8 @@ func (w *Worker) fromWAN(f *nic.Frame) {
 // frames another worker handed over (they are not redirected again).
 func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 	ip := hdr.IPv4(f.Data())
-	if !ip.IsValid() {
-		w.drop(f, DropBadIPv4)
-		return
-	}
-	if ip.HeaderLen() != hdr.IPv4MinLen {
-		w.drop(f, DropIPOptions)
-		return
-	}
-	if !ip.HeaderChecksumOK() {
-		w.drop(f, DropBadChecksum)
+	if r, ok := checkIPv4(ip); !ok {
+		w.drop(f, r)
 		return
 	}
 	f.Truncate(ip.TotalLen())
@@ -565,12 +544,7 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 		w.drop(f, DropNAT)
 		return
 	}
-	ip.DecTTL()
-	if !w.cfg.NoMSSClamp && ip.Protocol() == hdr.ProtoTCP {
-		if t := hdr.TCP(ip[hdr.IPv4MinLen:]); t.IsValid() && t.ClampMSS(w.mss) {
-			w.c.Clamped++
-		}
-	}
+	w.forwardIP(ip)
 	dst := ip.Dst()
 	if f.Push(hdr.EthernetLen) == nil {
 		w.drop(f, DropHeadroom)
@@ -699,6 +673,31 @@ func (w *Worker) drainInject() int {
 		k += l.Ret.Push(w.tmp[k:n])
 	}
 	return n
+}
+
+// checkIPv4 validates an IPv4 header for forwarding: lengths, no
+// options (not handled on the fast path), header checksum.
+func checkIPv4(ip hdr.IPv4) (Reason, bool) {
+	switch {
+	case !ip.IsValid():
+		return DropBadIPv4, false
+	case ip.HeaderLen() != hdr.IPv4MinLen:
+		return DropIPOptions, false
+	case !ip.HeaderChecksumOK():
+		return DropBadChecksum, false
+	}
+	return 0, true
+}
+
+// forwardIP does what every forwarded packet gets after NAT: TTL
+// decrement and TCP MSS clamping to the session MTU.
+func (w *Worker) forwardIP(ip hdr.IPv4) {
+	ip.DecTTL()
+	if !w.cfg.NoMSSClamp && ip.Protocol() == hdr.ProtoTCP {
+		if t := hdr.TCP(ip[hdr.IPv4MinLen:]); t.IsValid() && t.ClampMSS(w.mss) {
+			w.c.Clamped++
+		}
+	}
 }
 
 // flowHash hashes the 5-tuple of a valid IPv4 packet for the shaper.

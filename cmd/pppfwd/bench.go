@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"sort"
-	"text/tabwriter"
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
@@ -91,30 +90,22 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
 		return 1
 	}
-	if *asJSON {
-		if err := printJSON(stdout, res); err != nil {
-			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
-			return 1
+	return emit(stdout, stderr, *asJSON, res, func(tw io.Writer) {
+		fmt.Fprintf(tw, "workers\t%d\nflows\t%d\nsize\t%s\nshaper\t%v\n", res.Workers, res.Flows, res.Size, res.Shaper)
+		fmt.Fprintf(tw, "packets\t%d (LAN->WAN %d, WAN->LAN %d)\n", res.Packets, res.LANToWAN, res.WANToLAN)
+		fmt.Fprintf(tw, "Mpps (wall)\t%.3f\ncpu ns/pkt\t%.1f\nsteer ns/pkt\t%.1f\nallocs/pkt\t%.4f\n", res.Mpps, res.CPUNsPerPkt, res.SteerNsPerPkt, res.AllocsPerPkt)
+		for _, w := range res.PerWorker {
+			fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)
 		}
-		return 0
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "workers\t%d\nflows\t%d\nsize\t%s\nshaper\t%v\n", res.Workers, res.Flows, res.Size, res.Shaper)
-	fmt.Fprintf(tw, "packets\t%d (LAN->WAN %d, WAN->LAN %d)\n", res.Packets, res.LANToWAN, res.WANToLAN)
-	fmt.Fprintf(tw, "Mpps (wall)\t%.3f\ncpu ns/pkt\t%.1f\nsteer ns/pkt\t%.1f\nallocs/pkt\t%.4f\n", res.Mpps, res.CPUNsPerPkt, res.SteerNsPerPkt, res.AllocsPerPkt)
-	for _, w := range res.PerWorker {
-		fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)
-	}
-	var names []string
-	for k := range res.Drops {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		fmt.Fprintf(tw, "drop %s\t%d\n", k, res.Drops[k])
-	}
-	tw.Flush()
-	return 0
+		names := make([]string, 0, len(res.Drops))
+		for k := range res.Drops {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(tw, "drop %s\t%d\n", k, res.Drops[k])
+		}
+	})
 }
 
 func startProfile(path string) (func(), error) {

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/pppfwd/pppfwd/bench/natbench"
 )
@@ -22,16 +21,8 @@ func benchNAT(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
 		return 1
 	}
-	if *asJSON {
-		if err := printJSON(stdout, res); err != nil {
-			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
-			return 1
-		}
-		return 0
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "entries\t%d\nflows\t%d\nlookup ns\t%.1f\noutbound ns\t%.1f\ninsert ns\t%.1f\nexpire ns\t%.1f\nbytes/entry\t%.1f\ntable bytes\t%d\n",
-		res.Entries, res.Flows, res.LookupNs, res.OutboundNs, res.InsertNs, res.ExpireNs, res.BytesPerEntry, res.TableBytes)
-	tw.Flush()
-	return 0
+	return emit(stdout, stderr, *asJSON, res, func(tw io.Writer) {
+		fmt.Fprintf(tw, "entries\t%d\nflows\t%d\nlookup ns\t%.1f\noutbound ns\t%.1f\ninsert ns\t%.1f\nexpire ns\t%.1f\nbytes/entry\t%.1f\ntable bytes\t%d\n",
+			res.Entries, res.Flows, res.LookupNs, res.OutboundNs, res.InsertNs, res.ExpireNs, res.BytesPerEntry, res.TableBytes)
+	})
 }

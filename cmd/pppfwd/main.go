@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"text/tabwriter"
 )
 
 const usage = `pppfwd — a multi-core userspace PPPoE WAN fast path
@@ -54,4 +55,23 @@ func printJSON(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// emit prints res as one JSON line, or as the table table writes, and
+// returns the exit code.
+func emit(stdout, stderr io.Writer, asJSON bool, res any, table func(w io.Writer)) int {
+	if asJSON {
+		if err := printJSON(stdout, res); err != nil {
+			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	table(tw)
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
+		return 1
+	}
+	return 0
 }
