@@ -1,6 +1,6 @@
 // Package natbench measures one worker's NAT table (dataplane/nat): the
-// cost of creating, looking up and expiring flows at a given size, and the
-// memory per entry. `pppfwd bench nat --entries N --json` prints Run's
+// cost of creating, looking up, translating (both ways) and expiring
+// flows at a given size, and the memory per entry. `pppfwd bench nat --entries N --json` prints Run's
 // Result.
 //
 // The table gets Capacity = entries slots and the whole port range
@@ -27,6 +27,7 @@ type Result struct {
 	Flows         int     `json:"flows"`           // flows created (conntrack entries)
 	LookupNs      float64 `json:"lookup_ns"`       // flow lookup (hash probe), random order, table full
 	OutboundNs    float64 `json:"outbound_ns"`     // Outbound on an existing flow: lookup + in-place rewrite
+	InboundNs     float64 `json:"inbound_ns"`      // Inbound (the reply) on an existing flow: lookup + in-place rewrite
 	InsertNs      float64 `json:"insert_ns"`       // Outbound creating a flow (and 1/16 of the time a mapping)
 	ExpireNs      float64 `json:"expire_ns"`       // incremental Expire, per flow removed (with its mapping/host refs)
 	BytesPerEntry float64 `json:"bytes_per_entry"` // table memory / entries
@@ -51,15 +52,16 @@ func tupleOf(i int) (lan uint32, lport uint16, rem uint32, rport uint16) {
 	return lan, lport, rem, 443
 }
 
-// udpPacket writes an IPv4/UDP header (no checksum) for the flow into b.
-func udpPacket(b []byte, lan uint32, lport uint16, rem uint32, rport uint16) {
+// udpPacket writes an IPv4/UDP header (no checksum) from src:sport to
+// dst:dport into b.
+func udpPacket(b []byte, src uint32, sport uint16, dst uint32, dport uint16) {
 	clear(b[:28])
 	b[0], b[2], b[3], b[8], b[9] = 0x45, 0, 28, 64, hdr.ProtoUDP
-	binary.BigEndian.PutUint32(b[12:], lan)
-	binary.BigEndian.PutUint32(b[16:], rem)
+	binary.BigEndian.PutUint32(b[12:], src)
+	binary.BigEndian.PutUint32(b[16:], dst)
 	hdr.IPv4(b).ComputeChecksum()
-	binary.BigEndian.PutUint16(b[20:], lport)
-	binary.BigEndian.PutUint16(b[22:], rport)
+	binary.BigEndian.PutUint16(b[20:], sport)
+	binary.BigEndian.PutUint16(b[22:], dport)
 	b[25] = 8
 }
 
@@ -128,6 +130,26 @@ func Run(entries int) (Result, error) {
 		}
 	}
 	res.OutboundNs = perOp(time.Since(start), flows)
+
+	// Replies: remote -> public address : the flow's external port.
+	exts := make([]uint16, flows)
+	for _, i := range order {
+		lan, lport, rem, rport := tupleOf(int(i))
+		ext, ok := tab.Lookup(hdr.ProtoUDP, lan, lport, rem, rport, now)
+		if !ok {
+			return res, fmt.Errorf("natbench: flow %d gone", i)
+		}
+		exts[i] = ext
+	}
+	start = time.Now()
+	for _, i := range order {
+		_, _, rem, rport := tupleOf(int(i))
+		udpPacket(pkt[:], rem, rport, pubAddr, exts[i])
+		if v := tab.Inbound(pkt[:28], now); v != nat.Pass {
+			return res, fmt.Errorf("natbench: inbound: %v", v)
+		}
+	}
+	res.InboundNs = perOp(time.Since(start), flows)
 
 	// Everything times out; the worker's Expire steps clean up.
 	now += int64(24 * time.Hour)

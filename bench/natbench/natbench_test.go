@@ -13,7 +13,7 @@ func TestRun(t *testing.T) {
 	if r.Entries != 4096 || r.Flows == 0 || r.Flows > r.Entries {
 		t.Fatalf("result %+v", r)
 	}
-	for name, v := range map[string]float64{"lookup": r.LookupNs, "insert": r.InsertNs, "expire": r.ExpireNs, "outbound": r.OutboundNs} {
+	for name, v := range map[string]float64{"lookup": r.LookupNs, "insert": r.InsertNs, "expire": r.ExpireNs, "outbound": r.OutboundNs, "inbound": r.InboundNs} {
 		if v <= 0 {
 			t.Errorf("%s_ns = %v", name, v)
 		}
@@ -29,7 +29,7 @@ func TestRun(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"entries", "lookup_ns", "insert_ns", "expire_ns", "bytes_per_entry"} {
+	for _, k := range []string{"entries", "lookup_ns", "insert_ns", "expire_ns", "bytes_per_entry", "outbound_ns", "inbound_ns"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("json lacks %q: %s", k, b)
 		}
@@ -49,6 +49,8 @@ func BenchmarkRun64k(b *testing.B) {
 		b.ReportMetric(r.LookupNs, "lookup_ns")
 		b.ReportMetric(r.InsertNs, "insert_ns")
 		b.ReportMetric(r.ExpireNs, "expire_ns")
+		b.ReportMetric(r.OutboundNs, "outbound_ns")
+		b.ReportMetric(r.InboundNs, "inbound_ns")
 		b.ReportMetric(r.BytesPerEntry, "bytes/entry")
 	}
 }
