@@ -72,7 +72,7 @@ func New(cfg Config) (*Engine, error) {
 		e.redirect[i] = make([]*Link, n)
 		for j := 0; j < n; j++ {
 			if i != j {
-				e.redirect[i][j] = NewLink(cfg.RingSize / 4)
+				e.redirect[i][j] = NewLink(cfg.RingSize)
 			}
 		}
 	}

@@ -126,8 +126,19 @@ func (w *Worker) run() {
 		cpu0 = w.cfg.ThreadCPU()
 	}
 	idle := 0
+	lanF, _ := w.cfg.LAN.(nic.Flusher)
+	wanF, _ := w.cfg.WAN.(nic.Flusher)
 	for iter := uint(0); !w.e.stop.Load(); iter++ {
 		if w.step() == 0 {
+			if idle == 0 {
+				// Idle: push out anything a port still holds.
+				if lanF != nil {
+					_ = lanF.Flush(w.id)
+				}
+				if wanF != nil {
+					_ = wanF.Flush(w.id)
+				}
+			}
 			idle = backoff(idle)
 		} else {
 			idle = 0

@@ -39,3 +39,9 @@ type Stats struct {
 	RxDrops            uint64 // dropped by the port before Recv (ring full)
 	TxDrops            uint64 // refused by Send (ring full)
 }
+
+// Flusher is implemented by ports that may hold accepted TX frames back
+// (e.g. after a transient kick failure); workers call Flush when idle.
+type Flusher interface {
+	Flush(q int) error
+}

@@ -53,7 +53,7 @@ type Config struct {
 	FanoutID uint16
 	// BlockSize is the RX block size in bytes, a multiple of the page
 	// size (default 256 KiB); Blocks the number of RX blocks per queue
-	// (default 16).
+	// (default 64).
 	BlockSize int
 	Blocks    int
 	// BlockTimeout retires a partly filled RX block after this long

@@ -94,7 +94,7 @@ func Open(ifname string, cfg Config) (*Port, error) {
 		cfg.BlockSize = 1 << 18
 	}
 	if cfg.Blocks <= 0 {
-		cfg.Blocks = 16
+		cfg.Blocks = 64 // 16 MiB with the default block size: ~tens of ms of line rate
 	}
 	if cfg.BlockTimeout <= 0 {
 		cfg.BlockTimeout = time.Millisecond
