@@ -42,6 +42,23 @@
 // flow); further flows of the same LAN socket use one. A per-port array
 // finds the mapping of an external port in O(1).
 //
+// # Fast path
+//
+// A packet of an established flow costs one hash probe each way. Outbound
+// probes the flow by its LAN 5-tuple. Inbound (TCP/UDP) reads the LAN
+// endpoint of the external port from a second per-port array (host bits
+// below the LAN prefix and port, 4 bytes a port, kept only when the LAN
+// prefix is /16 or longer) and probes the flow with it; the flow must
+// carry the packet's external port, so a stale array entry of a freed
+// port only sends the packet to the slow path (port array -> mapping slot
+// -> flow), which ICMP echo replies and wider LANs always take. Checksums
+// are updated incrementally (RFC 1624), the transport checksum in one fold
+// for address and port. Outbound and Inbound check the IPv4 header's
+// version, lengths and fragment bits themselves (the bounds the rewrite
+// needs) but not its checksum: the worker verifies it before calling them
+// (hdr.IPv4.HeaderChecksumOK), and an incremental update would keep a bad
+// checksum bad anyway.
+//
 // Expire sweeps at most budget slots per call from a cursor; lookups also
 // treat an expired flow as gone, so timers are exact whatever the sweep
 // speed. A mapping lives until its last flow has been removed.
