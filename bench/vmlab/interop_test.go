@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -27,6 +28,15 @@ func ip4(a, b, c, d byte) uint32 { return uint32(a)<<24 | uint32(b)<<16 | uint32
 
 func ipString(a uint32) string {
 	return fmt.Sprintf("%d.%d.%d.%d", byte(a>>24), byte(a>>16), byte(a>>8), byte(a))
+}
+
+// linkLocal is the fe80::/64 address of an IPv6CP interface identifier,
+// as pppd and ip print it.
+func linkLocal(ifid [8]byte) string {
+	ip := make(net.IP, 16)
+	ip[0], ip[1] = 0xfe, 0x80
+	copy(ip[8:], ifid[:])
+	return ip.String()
 }
 
 // icmpEcho builds an IPv4 ICMP echo request (typ 8) or reply (typ 0).
@@ -146,22 +156,23 @@ func TestIntegrationRealBRAS(t *testing.T) {
 		auth    pppoe.AuthProto
 		proto   string // tshark's name for it
 		require string
-		mtu     int // the client's ClientConfig.MTU
+		mtu     int  // the client's ClientConfig.MTU
+		ipv6    bool // the client negotiates IPv6CP too
 	}{
-		{"CHAP", pppoe.AuthCHAPMD5, "chap", "require-chap", 0},
-		{"PAP", pppoe.AuthPAP, "pap", "require-pap", 0},
+		{"CHAP", pppoe.AuthCHAPMD5, "chap", "require-chap", 0, false},
+		{"PAP-IPv6CP", pppoe.AuthPAP, "pap", "require-pap", 0, true},
 		// rp-pppoe's pppoe-server does not implement RFC 4638: a client
 		// asking for 1500 must fall back to 1492.
-		{"CHAP-MTU1500-fallback", pppoe.AuthCHAPMD5, "chap", "require-chap", 1500},
+		{"CHAP-MTU1500-fallback", pppoe.AuthCHAPMD5, "chap", "require-chap", 1500, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ran = append(ran, tc.proto)
-			testRealBRAS(t, ns, vm, pcap, tc.auth, tc.require, tc.mtu)
+			testRealBRAS(t, ns, vm, pcap, tc.auth, tc.require, tc.mtu, tc.ipv6)
 		})
 	}
 }
 
-func testRealBRAS(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthProto, require string, mtu int) {
+func testRealBRAS(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthProto, require string, mtu int, ipv6 bool) {
 	opts := strings.Join([]string{require, "lcp-echo-interval 1", "lcp-echo-failure 10",
 		"ms-dns " + ipString(brasDNS[0]), "ms-dns " + ipString(brasDNS[1]),
 		"debug", "logfile /var/log/pppd.log", ""}, "\n")
@@ -177,7 +188,7 @@ func testRealBRAS(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthP
 	data := openRaw(t, ns, "vmtap0", 0x8864)
 	delivered := make(chan []byte, 64)
 	client := pppoe.NewClient(pppoe.ClientConfig{
-		Username: brasUser, Password: brasPass, Auth: pppoe.AuthAny, MTU: mtu,
+		Username: brasUser, Password: brasPass, Auth: pppoe.AuthAny, MTU: mtu, IPv6: ipv6,
 		EchoInterval: time.Second, EchoFailures: 10,
 		HoldoffDelay: 200 * time.Millisecond, MaxHoldoff: time.Second,
 		Deliver: func(ip []byte) {
@@ -235,6 +246,28 @@ func testRealBRAS(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthP
 	}
 	if s.MTU != 1492 || st.MTU != 1492 || st.MaxPayload {
 		t.Errorf("MTU %d (status %d, MaxPayload %v), want 1492 without PPP-Max-Payload", s.MTU, st.MTU, st.MaxPayload)
+	}
+	if ipv6 {
+		// IPv6CP: both interface identifiers agreed, and pppd's ppp0
+		// link-local addresses are built from them.
+		if !waitFor(10*time.Second, func() bool {
+			st = client.Status()
+			return st.LocalIfID != [8]byte{} && st.PeerIfID != [8]byte{}
+		}) {
+			t.Errorf("IPv6CP: interface identifiers local %x peer %x", st.LocalIfID, st.PeerIfID)
+		}
+		// pppd prints e.g. "remote LL address fe80::0df7:e718:e1a2:f944".
+		out, _ := vm.Run("grep -E '(local|remote) +LL address' /var/log/pppd.log | tail -n 2")
+		got := map[string]string{}
+		for _, m := range regexp.MustCompile(`(local|remote) +LL address (\S+)`).FindAllStringSubmatch(out, -1) {
+			if ip := net.ParseIP(m[2]); ip != nil {
+				got[m[1]] = ip.String()
+			}
+		}
+		if got["local"] != linkLocal(st.PeerIfID) || got["remote"] != linkLocal(st.LocalIfID) {
+			t.Errorf("pppd's LL addresses %v, want local %s remote %s (log %q)", got,
+				linkLocal(st.PeerIfID), linkLocal(st.LocalIfID), out)
+		}
 	}
 	if mtu > 1492 {
 		// The client asked (PADI with PPP-Max-Payload); the AC did not echo.
@@ -408,22 +441,28 @@ func TestIntegrationRealClient(t *testing.T) {
 		auth  pppoe.AuthProto
 		proto string
 		mtu   int
+		ipv6  bool // IPv6CP on both sides
 	}{
-		{"CHAP", pppoe.AuthCHAPMD5, "chap", 1492},
-		{"PAP", pppoe.AuthPAP, "pap", 1492},
+		{"CHAP", pppoe.AuthCHAPMD5, "chap", 1492, false},
+		{"PAP-IPv6CP", pppoe.AuthPAP, "pap", 1492, true},
 		// RFC 4638: baby-jumbo (1508-byte) Ethernet MTU on both ends,
 		// pppd asks for PPP-Max-Payload 1500.
-		{"CHAP-MTU1500", pppoe.AuthCHAPMD5, "chap", 1500},
+		{"CHAP-MTU1500", pppoe.AuthCHAPMD5, "chap", 1500, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ran = append(ran, tc.proto)
-			testRealClient(t, ns, vm, pcap, tc.auth, tc.mtu)
+			testRealClient(t, ns, vm, pcap, tc.auth, tc.mtu, tc.ipv6)
 		})
 	}
 }
 
-func testRealClient(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthProto, mtu int) {
+func testRealClient(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthProto, mtu int, ipv6 bool) {
 	pppdMTU := ""
+	if ipv6 {
+		pppdMTU = " +ipv6"
+	} else {
+		pppdMTU = " noipv6"
+	}
 	if mtu > 1492 {
 		ethMTU := strconv.Itoa(mtu + 8)
 		if _, err := run(context.Background(), "", "ip", "-n", ns.Name, "link", "set", "vmtap0", "mtu", ethMTU); err != nil {
@@ -436,12 +475,12 @@ func testRealClient(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.Aut
 			_, _ = run(context.Background(), "", "ip", "-n", ns.Name, "link", "set", "vmtap0", "mtu", "1500")
 			_, _ = vm.Run("ip link set eth0 mtu 1500")
 		})
-		pppdMTU = fmt.Sprintf(" mtu %d mru %d", mtu, mtu)
+		pppdMTU += fmt.Sprintf(" mtu %d mru %d", mtu, mtu)
 	}
 	conn := openRaw(t, ns, "vmtap0", 0x8863, 0x8864)
 	delivered := make(chan []byte, 64)
 	srv := pppoe.NewServer(pppoe.ServerConfig{
-		ACName: "pppfwd-ac", Auth: auth, Users: map[string]string{acUser: acPass}, MTU: mtu,
+		ACName: "pppfwd-ac", Auth: auth, Users: map[string]string{acUser: acPass}, MTU: mtu, IPv6: ipv6,
 		LocalAddr: acLocal, PoolFirst: acPool[0], PoolLast: acPool[1], DNS: acDNS,
 		EchoInterval: time.Second, EchoFailures: 10,
 		Deliver: func(_ pppoe.SessionInfo, ip []byte) {
@@ -604,6 +643,22 @@ func testRealClient(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.Aut
 	}
 	if info.MTU != mtu || info.MaxPayload != (mtu > 1492) {
 		t.Errorf("AC session MTU %d MaxPayload %v, want %d %v", info.MTU, info.MaxPayload, mtu, mtu > 1492)
+	}
+	if ipv6 {
+		// IPv6CP: the AC learned pppd's interface identifier, and ppp0's
+		// link-local address is built from it.
+		if !waitFor(10*time.Second, func() bool {
+			ss := srv.Sessions()
+			return len(ss) == 1 && ss[0].PeerIfID != [8]byte{}
+		}) {
+			t.Errorf("IPv6CP: AC sessions %+v, want pppd's interface identifier", srv.Sessions())
+		} else if ll := linkLocal(srv.Sessions()[0].PeerIfID); !waitFor(10*time.Second, func() bool {
+			out, _ := vm.Run("ip -6 addr show dev ppp0")
+			return strings.Contains(out, ll)
+		}) {
+			out, _ := vm.Run("ip -6 addr show dev ppp0")
+			t.Errorf("ppp0 lacks %s:\n%s", ll, out)
+		}
 	}
 	if mtu > 1492 {
 		// pppd's PADR asked for it, and our PADS echoed it (RFC 4638).
