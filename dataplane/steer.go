@@ -144,11 +144,18 @@ func (s *steerer) poll() int {
 	s.reclaim()
 	total := 0
 	for q := 0; q < s.wan.Queues(); q++ {
-		n := s.pollQueue(q)
-		if n < 0 {
-			break
+		// One WAN queue feeds every worker: take up to a batch per
+		// worker from it per round, so steering keeps up with all of them.
+		for i := 0; i < len(s.links); i++ {
+			n := s.pollQueue(q)
+			if n < 0 {
+				return total
+			}
+			total += n
+			if n < s.batch {
+				break
+			}
 		}
-		total += n
 	}
 	return total
 }
