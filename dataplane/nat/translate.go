@@ -160,6 +160,9 @@ func (t *Table) redirectTo(w int) Verdict {
 // place. The worker calls it for packets routed to the WAN or addressed
 // to the public address, and for packets another worker redirected to it.
 func (t *Table) Outbound(ip []byte, now int64) Verdict {
+	if t.outboundFast(ip, nowSec(now)) {
+		return Pass
+	}
 	var p pkt
 	if r, ok := parse(ip, &p); !ok {
 		return t.drop(r)
@@ -246,6 +249,9 @@ func (t *Table) hairpinIn(p *pkt, s uint32) Verdict {
 
 // Inbound translates a WAN->LAN IPv4 packet in place.
 func (t *Table) Inbound(ip []byte, now int64) Verdict {
+	if t.inboundFast(ip, nowSec(now)) {
+		return Pass
+	}
 	var p pkt
 	if r, ok := parse(ip, &p); !ok {
 		return t.drop(r)
