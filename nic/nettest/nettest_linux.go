@@ -4,6 +4,7 @@ package nettest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -33,9 +35,115 @@ type Lab struct {
 	closed bool
 }
 
+var staleOnce sync.Once
+
 // New returns an empty Lab. Callers must Close it; tests use NewLab.
+//
+// The first New of a process deletes the namespaces that labs of processes
+// no longer running left behind (a test binary killed before its Close
+// ran): see removeStale.
 func New() *Lab {
-	return &Lab{prefix: "pf" + strconv.FormatInt(int64(os.Getpid()), 36) + "x" + strconv.FormatUint(uint64(labSeq.Add(1)), 36)}
+	staleOnce.Do(func() { removeStale(netnsDir, true) })
+	return &Lab{prefix: labPrefix(os.Getpid(), labSeq.Add(1))}
+}
+
+// netnsDir is where `ip netns add` mounts named namespaces.
+const netnsDir = "/var/run/netns"
+
+// labPrefix is the namespace name prefix of a lab: "pf", the creating
+// process's pid and the lab's sequence number, both in base 36, with an
+// "x" between them. parseLabPrefix undoes it.
+func labPrefix(pid int, seq uint32) string {
+	return "pf" + strconv.FormatInt(int64(pid), 36) + "x" + strconv.FormatUint(uint64(seq), 36)
+}
+
+// parseLabPrefix returns the pids a namespace name made by a lab may have
+// been created by, or none if the name is not a lab's. "x" is itself a
+// base-36 digit, so a name can be read more than one way: every reading
+// whose pid and sequence number are well formed is returned.
+func parseLabPrefix(name string) []int {
+	tag, _, ok := strings.Cut(name, "-")
+	if !ok {
+		return nil
+	}
+	tag, ok = strings.CutPrefix(tag, "pf")
+	if !ok {
+		return nil
+	}
+	for _, c := range tag {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') {
+			return nil
+		}
+	}
+	var pids []int
+	for i := 1; i < len(tag)-1; i++ {
+		if tag[i] != 'x' {
+			continue
+		}
+		pid, err1 := strconv.ParseInt(tag[:i], 36, 32)
+		_, err2 := strconv.ParseUint(tag[i+1:], 36, 32)
+		if err1 == nil && err2 == nil && pid > 0 {
+			pids = append(pids, int(pid))
+		}
+	}
+	return pids
+}
+
+// removeStale deletes the namespaces in dir that staleNames picks, and
+// returns their names.
+func removeStale(dir string, ownIsStale bool) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	var removed []string
+	for _, n := range staleNames(names, os.Getpid(), ownIsStale, pidRunning) {
+		if _, err := run(nil, "ip", "netns", "del", n); err == nil {
+			removed = append(removed, n)
+		}
+	}
+	return removed
+}
+
+// pidRunning reports whether a process with that pid exists (zombies
+// included); when in doubt, it does.
+func pidRunning(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// staleNames returns the names that are a lab's and whose creating process
+// is gone. A name that can be read as more than one pid is kept while any
+// of them runs. ownIsStale counts this process's own pid (own) as gone:
+// true only before this process created any namespace, when one with its
+// pid can only be left over from an earlier process that had the same pid.
+//
+// It assumes that the processes sharing /var/run/netns share a pid
+// namespace, as the test binaries on one host or CI runner do.
+func staleNames(names []string, own int, ownIsStale bool, running func(pid int) bool) []string {
+	var stale []string
+	for _, n := range names {
+		pids := parseLabPrefix(n)
+		if len(pids) == 0 {
+			continue
+		}
+		live := false
+		for _, pid := range pids {
+			if pid == own {
+				live = live || !ownIsStale
+			} else if running(pid) {
+				live = true
+			}
+		}
+		if !live {
+			stale = append(stale, n)
+		}
+	}
+	return stale
 }
 
 // Prefix is the lab's unique name prefix.
@@ -135,7 +243,7 @@ func (ns *NS) Do(fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		target, err := os.Open("/var/run/netns/" + ns.Name)
+		target, err := os.Open(netnsDir + "/" + ns.Name)
 		if err != nil {
 			runtime.UnlockOSThread()
 			errc <- errorf("open netns %s: %v", ns.Name, err)
@@ -172,15 +280,32 @@ func (ns *NS) ExecInput(stdin []byte, name string, args ...string) (string, erro
 	return run(stdin, "ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
 }
 
+// command is an unstarted command that runs name inside the namespace.
+func (ns *NS) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	if ns == nil || ns.Name == "" {
+		return exec.CommandContext(ctx, name, args...)
+	}
+	// `ip netns exec` enters the namespace and execs name: the process
+	// started is name itself (same pid), so signals reach it directly.
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+}
+
+// Command returns an unstarted command that runs name inside the namespace
+// (a nil or root NS: in the caller's namespace), for programs the caller
+// starts, signals and waits for itself (qemu, tcpdump). The lab does not
+// track it. The child is killed (SIGKILL) when the OS thread that started
+// it exits, so a test binary that dies leaves none behind; do not start it
+// from a goroutine that locked its thread and ends without unlocking.
+func (ns *NS) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := ns.command(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
 // Start starts a long-running command inside the namespace. The lab kills
 // and reaps it on Close if it is still running.
 func (ns *NS) Start(name string, args ...string) (*exec.Cmd, error) {
-	var cmd *exec.Cmd
-	if ns.Name == "" {
-		cmd = exec.Command(name, args...)
-	} else {
-		cmd = exec.Command("ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
-	}
+	cmd := ns.command(context.Background(), name, args...)
 	if err := cmd.Start(); err != nil {
 		return nil, errorf("start %s: %v", name, err)
 	}
@@ -199,8 +324,8 @@ func (ns *NS) Start(name string, args ...string) (*exec.Cmd, error) {
 // queues > 1 gives each end that many RX and TX queues.
 func (l *Lab) Veth(a string, nsA *NS, b string, nsB *NS, queues int) error {
 	for _, n := range []string{a, b} {
-		if len(n) == 0 || len(n) >= unix.IFNAMSIZ {
-			return errorf("bad interface name %q (1..15 bytes)", n)
+		if err := checkIfName(n); err != nil {
+			return err
 		}
 	}
 	if queues < 1 {
@@ -224,13 +349,44 @@ func (l *Lab) Veth(a string, nsA *NS, b string, nsB *NS, queues int) error {
 		if _, err := nsA.ip("link", "show", a); err != nil {
 			return nil
 		}
-		_, err := nsA.ip("link", "del", a)
-		return err
+		return nsA.DelLink(a)
 	})
 	if err := nsA.SetUp(a); err != nil {
 		return err
 	}
 	return nsB.SetUp(b)
+}
+
+func checkIfName(n string) error {
+	if len(n) == 0 || len(n) >= unix.IFNAMSIZ {
+		return errorf("bad interface name %q (1..15 bytes)", n)
+	}
+	return nil
+}
+
+// AddTap creates a tap device in the namespace and brings it up. Nothing
+// holds it open: a program (qemu, nic/tap) attaches to it by name. The lab
+// deletes it on Close unless it is gone already.
+func (ns *NS) AddTap(name string) error {
+	if err := checkIfName(name); err != nil {
+		return err
+	}
+	if _, err := ns.ip("tuntap", "add", "dev", name, "mode", "tap"); err != nil {
+		return err
+	}
+	ns.lab.onClose(func() error {
+		if _, err := ns.ip("link", "show", "dev", name); err != nil {
+			return nil
+		}
+		return ns.DelLink(name)
+	})
+	return ns.SetUp(name)
+}
+
+// DelLink deletes an interface (a veth end takes its peer with it).
+func (ns *NS) DelLink(ifname string) error {
+	_, err := ns.ip("link", "del", "dev", ifname)
+	return err
 }
 
 // SetUp brings an interface up.
@@ -342,6 +498,21 @@ func (ns *NS) ReadSysctl(key string) (string, error) {
 	return v, err
 }
 
+// DisableIPv6 switches IPv6 off on every interface of the namespace, present
+// and future, so that its links carry no ND, MLD or router solicitations:
+// only what a test sends.
+func (ns *NS) DisableIPv6() error {
+	if ns.Name == "" {
+		return errorf("refusing to disable IPv6 in the root namespace")
+	}
+	for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+		if err := ns.Sysctl(k, "1"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // EnableForwarding turns on IPv4 forwarding in the namespace.
 func (ns *NS) EnableForwarding() error {
 	if ns.Name == "" {
@@ -380,10 +551,8 @@ func (l *Lab) NewLine(cfg LineConfig) (*Line, error) {
 	}
 	if !cfg.IPv6 {
 		for _, ns := range []*NS{ln.A, ln.R, ln.B} {
-			for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
-				if err := ns.Sysctl(k, "1"); err != nil {
-					return nil, err
-				}
+			if err := ns.DisableIPv6(); err != nil {
+				return nil, err
 			}
 		}
 	}

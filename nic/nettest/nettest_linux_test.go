@@ -3,6 +3,7 @@
 package nettest
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"os"
@@ -199,5 +200,91 @@ func TestVethNameChecked(t *testing.T) {
 	}
 	if err := l.Root().EnableForwarding(); err == nil {
 		t.Fatal("forwarding enabled in the root namespace")
+	}
+}
+
+func TestIntegrationTapCommandIPv6(t *testing.T) {
+	lab := NewLab(t)
+	ns, err := lab.NewNS("tap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.DisableIPv6(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+		if v, err := ns.ReadSysctl(k); err != nil || v != "1" {
+			t.Errorf("%s = %q, %v; want 1", k, v, err)
+		}
+	}
+	if err := lab.Root().DisableIPv6(); err == nil {
+		t.Error("IPv6 disabled in the root namespace")
+	}
+
+	if err := ns.AddTap("vmtap0"); err != nil {
+		t.Fatal(err)
+	}
+	ifi, err := ns.Interface("vmtap0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ifi.Flags&net.FlagUp == 0 {
+		t.Errorf("tap not up: %v", ifi.Flags)
+	}
+	if _, err := net.InterfaceByName("vmtap0"); err == nil {
+		t.Error("tap visible in the root namespace")
+	}
+	if err := ns.AddTap("vmtap0"); err == nil {
+		t.Error("second tap of the same name created")
+	}
+	if err := ns.AddTap("a-name-too-long-for-linux"); err == nil {
+		t.Error("16+ byte tap name accepted")
+	}
+
+	// Command runs in the namespace; a nil NS in the caller's.
+	var inside string
+	if err := ns.Do(func() error {
+		var err error
+		inside, err = os.Readlink("/proc/thread-self/ns/net")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Readlink("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		ns   *NS
+		want string
+	}{{ns, inside}, {nil, self}, {lab.Root(), self}} {
+		out, err := tt.ns.Command(context.Background(), "readlink", "/proc/self/ns/net").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(out)); got != tt.want {
+			t.Errorf("Command in %v ran in %s, want %s", tt.ns, got, tt.want)
+		}
+	}
+	cmd := ns.Command(context.Background(), "true")
+	if cmd.SysProcAttr == nil || cmd.SysProcAttr.Pdeathsig == 0 {
+		t.Error("Command's child does not die with its parent")
+	}
+
+	if err := ns.DelLink("vmtap0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.Interface("vmtap0"); err == nil {
+		t.Error("tap still there after DelLink")
+	}
+	// A tap deleted already, and one still present, are both fine at Close.
+	if err := ns.AddTap("vmtap1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l := nsList(t); strings.Contains(l, lab.Prefix()+"-") {
+		t.Fatalf("namespaces left after Close:\n%s", l)
 	}
 }

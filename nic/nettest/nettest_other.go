@@ -3,6 +3,7 @@
 package nettest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -57,6 +58,22 @@ func (ns *NS) ExecInput(stdin []byte, name string, args ...string) (string, erro
 
 // Start fails on this GOOS.
 func (ns *NS) Start(name string, args ...string) (*exec.Cmd, error) { return nil, errOS }
+
+// Command returns a command whose Start fails on this GOOS.
+func (ns *NS) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Err = errOS
+	return cmd
+}
+
+// AddTap fails on this GOOS.
+func (ns *NS) AddTap(name string) error { return errOS }
+
+// DelLink fails on this GOOS.
+func (ns *NS) DelLink(ifname string) error { return errOS }
+
+// DisableIPv6 fails on this GOOS.
+func (ns *NS) DisableIPv6() error { return errOS }
 
 // SetUp fails on this GOOS.
 func (ns *NS) SetUp(ifname string) error { return errOS }
