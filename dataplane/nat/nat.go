@@ -44,8 +44,11 @@
 //
 // # Fast path
 //
-// A packet of an established flow costs one hash probe each way. Outbound
-// probes the flow by its LAN 5-tuple. Inbound (TCP/UDP) reads the LAN
+// A packet of an established flow costs one hash probe each way, in one
+// pass over its headers (fast.go): no parsed view, and none of the
+// general path's checks that the flow's existence already implies; any
+// other packet takes the general path. Outbound probes the flow by its
+// LAN 5-tuple. Inbound (TCP/UDP) reads the LAN
 // endpoint of the external port from a second per-port array (host bits
 // below the LAN prefix and port, 4 bytes a port, kept only when the LAN
 // prefix is /16 or longer) and probes the flow with it; the flow must
