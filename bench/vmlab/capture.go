@@ -10,7 +10,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/pppfwd/pppfwd/nic/nettest"
 )
 
 // Capture is a running tcpdump writing a pcap file.
@@ -49,18 +52,11 @@ func CaptureAvailable() error {
 	return nil
 }
 
-// StartCapture runs tcpdump on ifname inside netns (empty: the current
+// StartCapture runs tcpdump on ifname inside ns (nil: the current
 // namespace), writing every frame, unbuffered, to path. It returns once
-// tcpdump listens.
-func StartCapture(ctx context.Context, netns, ifname, path string) (*Capture, error) {
-	args := []string{"-i", ifname, "-w", path, "-U", "-s", "0", "-n", "--immediate-mode"}
-	var cmd *exec.Cmd
-	if netns != "" {
-		cmd = exec.Command("ip", append([]string{"netns", "exec", netns, "tcpdump"}, args...)...)
-	} else {
-		cmd = exec.Command("tcpdump", args...)
-	}
-	cmd.SysProcAttr = procAttr()
+// tcpdump listens; ctx bounds only that wait.
+func StartCapture(ctx context.Context, ns *nettest.NS, ifname, path string) (*Capture, error) {
+	cmd := ns.Command(context.Background(), "tcpdump", "-i", ifname, "-w", path, "-U", "-s", "0", "-n", "--immediate-mode")
 	c := &Capture{Path: path, cmd: cmd, errb: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = c.errb
 	if err := cmd.Start(); err != nil {
@@ -96,7 +92,7 @@ func (c *Capture) Stop() error {
 		return nil
 	default:
 	}
-	_ = c.cmd.Process.Signal(sigterm())
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.done:
 	case <-time.After(5 * time.Second):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/nettest"
 	"github.com/pppfwd/pppfwd/nic/rawsock"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
@@ -172,7 +173,7 @@ func TestIntegrationRealBRAS(t *testing.T) {
 	}
 }
 
-func testRealBRAS(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthProto, require string, mtu int, ipv6 bool) {
+func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.AuthProto, require string, mtu int, ipv6 bool) {
 	opts := strings.Join([]string{require, "lcp-echo-interval 1", "lcp-echo-failure 10",
 		"ms-dns " + ipString(brasDNS[0]), "ms-dns " + ipString(brasDNS[1]),
 		"debug", "logfile /var/log/pppd.log", ""}, "\n")
@@ -456,7 +457,7 @@ func TestIntegrationRealClient(t *testing.T) {
 	}
 }
 
-func testRealClient(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.AuthProto, mtu int, ipv6 bool) {
+func testRealClient(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.AuthProto, mtu int, ipv6 bool) {
 	pppdMTU := ""
 	if ipv6 {
 		pppdMTU = " +ipv6"
@@ -465,14 +466,14 @@ func testRealClient(t *testing.T, ns *Netns, vm *VM, pcap string, auth pppoe.Aut
 	}
 	if mtu > 1492 {
 		ethMTU := strconv.Itoa(mtu + 8)
-		if _, err := run(context.Background(), "", "ip", "-n", ns.Name, "link", "set", "vmtap0", "mtu", ethMTU); err != nil {
+		if err := ns.SetMTU("vmtap0", mtu+8); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := vm.Run("ip link set eth0 mtu " + ethMTU); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_, _ = run(context.Background(), "", "ip", "-n", ns.Name, "link", "set", "vmtap0", "mtu", "1500")
+			_ = ns.SetMTU("vmtap0", 1500)
 			_, _ = vm.Run("ip link set eth0 mtu 1500")
 		})
 		pppdMTU += fmt.Sprintf(" mtu %d mru %d", mtu, mtu)

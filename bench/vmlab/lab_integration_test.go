@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pppfwd/pppfwd/nic/nettest"
 	"github.com/pppfwd/pppfwd/nic/rawsock"
 )
 
@@ -30,22 +31,21 @@ func requireLab(t *testing.T, capture bool) {
 	}
 }
 
-// newLab creates a namespace and boots a VM with one NIC on tap "vmtap0"
-// there; both are removed at cleanup.
-func newLab(t *testing.T) (*Netns, *VM) {
+// newLab creates a namespace (IPv6 off: the tap carries only what the test
+// sends) and boots a VM with one NIC on tap "vmtap0" there; both are
+// removed at cleanup.
+func newLab(t *testing.T) (*nettest.NS, *VM) {
 	t.Helper()
-	ns, err := NewNetns("vmlab")
+	ns, err := nettest.NewLab(t).NewNS("vmlab")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := ns.Close(); err != nil {
-			t.Errorf("netns close: %v", err)
-		}
-	})
+	if err := ns.DisableIPv6(); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	vm, err := Start(ctx, Options{Netns: ns.Name, Logf: t.Logf})
+	vm, err := Start(ctx, Options{Netns: ns, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +65,10 @@ func newLab(t *testing.T) (*Netns, *VM) {
 
 // startCapture captures on the tap; at cleanup the pcap is decoded and any
 // malformed or undissected frame fails the test. It returns the pcap's path.
-func startCapture(t *testing.T, ns *Netns, tap string, check func(*PcapReport)) string {
+func startCapture(t *testing.T, ns *nettest.NS, tap string, check func(*PcapReport)) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "capture.pcap")
-	c, err := StartCapture(context.Background(), ns.Name, tap, path)
+	c, err := StartCapture(context.Background(), ns, tap, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func startCapture(t *testing.T, ns *Netns, tap string, check func(*PcapReport)) 
 }
 
 // openRaw opens a raw frame socket on ifname inside ns.
-func openRaw(t *testing.T, ns *Netns, ifname string, ethertypes ...uint16) *rawsock.Conn {
+func openRaw(t *testing.T, ns *nettest.NS, ifname string, ethertypes ...uint16) *rawsock.Conn {
 	t.Helper()
 	var c *rawsock.Conn
 	err := ns.Do(func() error {

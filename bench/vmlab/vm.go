@@ -15,7 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/pppfwd/pppfwd/nic/nettest"
 )
 
 // NIC is one virtio-net interface of the VM (eth0, eth1, ... in order)
@@ -34,9 +37,10 @@ func DefaultMAC(i int) [6]byte { return [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, by
 
 // Options configure Start. Only Netns is required.
 type Options struct {
-	// Netns is the network namespace (as in `ip netns`) that holds the
-	// taps; qemu runs inside it. See NewNetns.
-	Netns string
+	// Netns is the network namespace that holds the taps; qemu runs
+	// inside it. Tests make one with nettest.NewLab(t).NewNS and
+	// DisableIPv6 on it, so that a tap carries only what the test sends.
+	Netns *nettest.NS
 	// NICs default to one NIC on tap "vmtap0".
 	NICs []NIC
 	// CacheDir holds the image ("" = DefaultCacheDir). The image is built
@@ -94,8 +98,8 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	if opts.Netns == "" {
-		return nil, errors.New("vmlab: Options.Netns is required")
+	if opts.Netns == nil || opts.Netns.Name == "" {
+		return nil, errors.New("vmlab: Options.Netns must be a namespace of its own")
 	}
 	if len(opts.NICs) == 0 {
 		opts.NICs = []NIC{{Tap: "vmtap0"}}
@@ -134,8 +138,7 @@ func (v *VM) start(ctx context.Context) error {
 	if v.ln, err = net.Listen("unix", sock); err != nil {
 		return err
 	}
-	args := []string{"netns", "exec", v.opts.Netns, "qemu-system-x86_64",
-		"-accel", "tcg", "-m", strconv.Itoa(v.opts.MemoryMB), "-smp", "1",
+	args := []string{"-accel", "tcg", "-m", strconv.Itoa(v.opts.MemoryMB), "-smp", "1",
 		"-display", "none", "-nodefaults", "-no-reboot", "-no-user-config",
 		"-kernel", v.Image.Kernel, "-initrd", v.Image.Initramfs,
 		"-append", "console=ttyS0 panic=-1 quiet loglevel=4",
@@ -145,7 +148,7 @@ func (v *VM) start(ctx context.Context) error {
 		"-serial", "chardev:ctl",
 	}
 	for i, n := range v.opts.NICs {
-		if err := v.ensureTap(ctx, n.Tap); err != nil {
+		if err := v.ensureTap(n.Tap); err != nil {
 			return err
 		}
 		mac := n.MAC
@@ -156,11 +159,12 @@ func (v *VM) start(ctx context.Context) error {
 			"-netdev", fmt.Sprintf("tap,id=n%d,ifname=%s,script=no,downscript=no", i, n.Tap),
 			"-device", fmt.Sprintf("virtio-net-pci,netdev=n%d,mac=%s,romfile=", i, net.HardwareAddr(mac[:])))
 	}
-	v.cmd = exec.Command("ip", args...)
-	v.cmd.SysProcAttr = procAttr()
+	// The VM outlives ctx (it bounds the boot only); qemu dies with the
+	// thread that started it (see nettest.NS.Command).
+	v.cmd = v.opts.Netns.Command(context.Background(), "qemu-system-x86_64", args...)
 	var qout bytes.Buffer
 	v.cmd.Stdout, v.cmd.Stderr = &qout, &qout
-	v.opts.Logf("vmlab: booting kernel %s in netns %s", v.Image.KernelVersion, v.opts.Netns)
+	v.opts.Logf("vmlab: booting kernel %s in netns %s", v.Image.KernelVersion, v.opts.Netns.Name)
 	if err := v.cmd.Start(); err != nil {
 		return fmt.Errorf("vmlab: starting qemu: %w", err)
 	}
@@ -200,16 +204,19 @@ func (v *VM) start(ctx context.Context) error {
 	return nil
 }
 
-func (v *VM) ensureTap(ctx context.Context, tap string) error {
-	if _, err := run(ctx, "", "ip", "-n", v.opts.Netns, "link", "show", "dev", tap); err != nil {
-		if _, err := run(ctx, "", "ip", "-n", v.opts.Netns, "tuntap", "add", "dev", tap, "mode", "tap"); err != nil {
+// ensureTap creates the tap (up) unless it exists, else brings it up.
+func (v *VM) ensureTap(tap string) error {
+	ns := v.opts.Netns
+	if _, err := ns.Interface(tap); err == nil {
+		if err := ns.SetUp(tap); err != nil {
 			return fmt.Errorf("vmlab: %w", err)
 		}
-		v.ownTaps = append(v.ownTaps, tap)
+		return nil
 	}
-	if _, err := run(ctx, "", "ip", "-n", v.opts.Netns, "link", "set", "dev", tap, "up"); err != nil {
+	if err := ns.AddTap(tap); err != nil {
 		return fmt.Errorf("vmlab: %w", err)
 	}
+	v.ownTaps = append(v.ownTaps, tap)
 	return nil
 }
 
@@ -340,7 +347,7 @@ func (v *VM) Close() error {
 	}
 	var err error
 	if v.cmd != nil && v.cmd.Process != nil {
-		_ = v.cmd.Process.Signal(sigterm())
+		_ = v.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-v.exited:
 		case <-time.After(5 * time.Second):
@@ -349,7 +356,7 @@ func (v *VM) Close() error {
 		}
 	}
 	for _, tap := range v.ownTaps {
-		if _, e := run(context.Background(), "", "ip", "-n", v.opts.Netns, "link", "del", "dev", tap); e != nil && err == nil {
+		if e := v.opts.Netns.DelLink(tap); e != nil && err == nil {
 			err = e
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pppfwd/pppfwd/nic/nettest"
 )
 
 func TestParseDepends(t *testing.T) {
@@ -256,6 +258,21 @@ func TestShellQuote(t *testing.T) {
 	} {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// Start refuses to boot without a namespace of the VM's own: qemu and its
+// taps never go into the caller's (root) namespace.
+func TestStartNeedsNamespace(t *testing.T) {
+	for _, ns := range []*nettest.NS{nil, {}} {
+		vm, err := Start(context.Background(), Options{Netns: ns})
+		if err == nil {
+			vm.Close()
+			t.Fatalf("Start with Netns %v booted a VM", ns)
+		}
+		if Available() == nil && !strings.Contains(err.Error(), "Netns") {
+			t.Errorf("Start with Netns %v: %v, want a Netns error", ns, err)
 		}
 	}
 }
