@@ -21,7 +21,8 @@ import (
 )
 
 // Result is one measurement. The *_ns figures are wall-clock ns per
-// operation on one core.
+// operation on one core; lookup, outbound and inbound are the fastest of
+// several passes over every flow.
 type Result struct {
 	Entries       int     `json:"entries"`         // table capacity in slots (the N asked for)
 	Flows         int     `json:"flows"`           // flows created (conntrack entries)
@@ -105,31 +106,31 @@ func Run(entries int) (Result, error) {
 
 	// Lookups in another random order, at least 2^20 of them.
 	rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-	rounds := max(1, (1<<20)/flows)
-	start = time.Now()
-	miss := 0
-	for range rounds {
+	var err2 error
+	res.LookupNs = best(max(passes, (1<<20)/flows), flows, func() {
 		for _, i := range order {
 			lan, lport, rem, rport := tupleOf(int(i))
-			if _, ok := tab.Lookup(hdr.ProtoUDP, lan, lport, rem, rport, now); !ok {
-				miss++
+			if _, ok := tab.Lookup(hdr.ProtoUDP, lan, lport, rem, rport, now); !ok && err2 == nil {
+				err2 = fmt.Errorf("natbench: lookup of flow %d missed", i)
 			}
 		}
-	}
-	res.LookupNs = perOp(time.Since(start), rounds*flows)
-	if miss > 0 {
-		return res, fmt.Errorf("natbench: %d lookups missed", miss)
+	})
+	if err2 != nil {
+		return res, err2
 	}
 
-	start = time.Now()
-	for _, i := range order {
-		lan, lport, rem, rport := tupleOf(int(i))
-		udpPacket(pkt[:], lan, lport, rem, rport)
-		if v := tab.Outbound(pkt[:28], now); v != nat.Pass {
-			return res, fmt.Errorf("natbench: outbound: %v", v)
+	res.OutboundNs = best(passes, flows, func() {
+		for _, i := range order {
+			lan, lport, rem, rport := tupleOf(int(i))
+			udpPacket(pkt[:], lan, lport, rem, rport)
+			if v := tab.Outbound(pkt[:28], now); v != nat.Pass && err2 == nil {
+				err2 = fmt.Errorf("natbench: outbound: %v", v)
+			}
 		}
+	})
+	if err2 != nil {
+		return res, err2
 	}
-	res.OutboundNs = perOp(time.Since(start), flows)
 
 	// Replies: remote -> public address : the flow's external port.
 	exts := make([]uint16, flows)
@@ -141,15 +142,18 @@ func Run(entries int) (Result, error) {
 		}
 		exts[i] = ext
 	}
-	start = time.Now()
-	for _, i := range order {
-		_, _, rem, rport := tupleOf(int(i))
-		udpPacket(pkt[:], rem, rport, pubAddr, exts[i])
-		if v := tab.Inbound(pkt[:28], now); v != nat.Pass {
-			return res, fmt.Errorf("natbench: inbound: %v", v)
+	res.InboundNs = best(passes, flows, func() {
+		for _, i := range order {
+			_, _, rem, rport := tupleOf(int(i))
+			udpPacket(pkt[:], rem, rport, pubAddr, exts[i])
+			if v := tab.Inbound(pkt[:28], now); v != nat.Pass && err2 == nil {
+				err2 = fmt.Errorf("natbench: inbound: %v", v)
+			}
 		}
+	})
+	if err2 != nil {
+		return res, err2
 	}
-	res.InboundNs = perOp(time.Since(start), flows)
 
 	// Everything times out; the worker's Expire steps clean up.
 	now += int64(24 * time.Hour)
@@ -166,6 +170,25 @@ func Run(entries int) (Result, error) {
 		return res, fmt.Errorf("natbench: %d slots left after expiry", s.Slots)
 	}
 	return res, nil
+}
+
+// passes is how often the repeatable measurements (lookup, outbound,
+// inbound: no state changes) run; they report their fastest pass, the
+// one the fewest other processes of a shared machine disturbed.
+const passes = 15
+
+// best runs pass n times and returns the fastest pass's ns per op, ops
+// operations a pass.
+func best(n, ops int, pass func()) float64 {
+	min := 0.0
+	for k := range n {
+		start := time.Now()
+		pass()
+		if ns := perOp(time.Since(start), ops); k == 0 || ns < min {
+			min = ns
+		}
+	}
+	return min
 }
 
 func perOp(d time.Duration, n int) float64 {
