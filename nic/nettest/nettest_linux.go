@@ -75,9 +75,12 @@ func parseLabPrefix(name string) []int {
 			return nil
 		}
 	}
+	if tag == "" || tag[0] == '0' { // FormatInt writes no leading zeros
+		return nil
+	}
 	var pids []int
 	for i := 1; i < len(tag)-1; i++ {
-		if tag[i] != 'x' {
+		if tag[i] != 'x' || (tag[i+1] == '0' && i+2 < len(tag)) {
 			continue
 		}
 		pid, err1 := strconv.ParseInt(tag[:i], 36, 32)
