@@ -24,13 +24,17 @@ func TestParseLabPrefix(t *testing.T) {
 		{labPrefix(33, 1) + "-r", []int{33}},
 		// "pf1x2x3" reads as pid 1 seq "2x3" or pid "1x2" seq 3.
 		{"pf1x2x3-a", []int{1, 1*36*36 + 33*36 + 2}},
-		{"pf0x1-a", nil},    // pid 0
-		{"pf1x-a", nil},     // no sequence number
-		{"pfx1-a", nil},     // no pid
-		{"pf1X1-a", nil},    // upper case is not ours
-		{"pf1x1", nil},      // no name after the prefix
-		{"pf1y1-a", nil},    // no separator
-		{"vmlab123-1", nil}, // vmlab's old names
+		{"pf0x1-a", nil},  // pid 0
+		{"pf0ax1-a", nil}, // leading zero
+		{"pfax01-a", nil}, // leading zero in the sequence number
+		{"pfax0-a", []int{10}},
+		{"pf0xzik0x0-0", nil}, // 0 or 0xzik0: both never written
+		{"pf1x-a", nil},       // no sequence number
+		{"pfx1-a", nil},       // no pid
+		{"pf1X1-a", nil},      // upper case is not ours
+		{"pf1x1", nil},        // no name after the prefix
+		{"pf1y1-a", nil},      // no separator
+		{"vmlab123-1", nil},   // vmlab's old names
 		{"pfsense-x1", nil},
 		{"pf" + strings.Repeat("z", 8) + "x1-a", nil}, // pid overflows 32 bits
 		{"", nil},
