@@ -512,17 +512,19 @@ func (t *Table) delFlow(i uint32) {
 func (t *Table) Expire(now int64, budget int) int {
 	s := nowSec(now)
 	n := 0
+	slots, mask, cur := t.slots, t.mask, t.cur
 	for ; budget > 0; budget-- {
-		e := &t.slots[t.cur]
-		if e.meta&kindMask == kindFlow && expired(e.exp, s) {
-			// Backward shift may move another entry into this slot:
-			// look at it again on the next step.
-			t.delFlow(t.cur)
-			n++
+		e := &slots[cur&mask]
+		if e.meta&kindMask != kindFlow || !expired(e.exp, s) {
+			cur++
 			continue
 		}
-		t.cur = (t.cur + 1) & t.mask
+		// Backward shift may move another entry into this slot: look
+		// at it again on the next step.
+		t.delFlow(cur & mask)
+		n++
 	}
+	t.cur = cur & mask
 	t.stats.Expired += uint64(n)
 	return n
 }
