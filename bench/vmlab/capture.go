@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -92,14 +93,20 @@ func (c *Capture) Stop() error {
 		return nil
 	default:
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(5 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
+	terminate(c.cmd.Process, c.done)
 	return nil
+}
+
+// terminate sends p SIGTERM, and SIGKILL if it has not exited 5 s later;
+// it returns once exited (closed when p's Wait returned) is closed.
+func terminate(p *os.Process, exited <-chan struct{}) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = p.Kill()
+		<-exited
+	}
 }
 
 // PcapReport is tshark's view of a capture.

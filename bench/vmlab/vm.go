@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pppfwd/pppfwd/nic/nettest"
@@ -347,13 +346,7 @@ func (v *VM) Close() error {
 	}
 	var err error
 	if v.cmd != nil && v.cmd.Process != nil {
-		_ = v.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-v.exited:
-		case <-time.After(5 * time.Second):
-			_ = v.cmd.Process.Kill()
-			<-v.exited
-		}
+		terminate(v.cmd.Process, v.exited)
 	}
 	for _, tap := range v.ownTaps {
 		if e := v.opts.Netns.DelLink(tap); e != nil && err == nil {

@@ -54,6 +54,20 @@ func udpExchange(t *testing.T, from, to *NS, dst netip.Addr, msg string) netip.A
 	return src.Addr()
 }
 
+// netnsID identifies the namespace ns.Do runs in ("net:[inode]").
+func netnsID(t *testing.T, ns *NS) string {
+	t.Helper()
+	var id string
+	if err := ns.Do(func() error {
+		var err error
+		id, err = os.Readlink("/proc/thread-self/ns/net")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func nsList(t *testing.T) string {
 	out, err := run(nil, "ip", "netns", "list")
 	if err != nil {
@@ -161,16 +175,8 @@ func TestIntegrationDoRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inside string
 	for i := 0; i < 20; i++ {
-		if err := ns.Do(func() error {
-			var err error
-			inside, err = os.Readlink("/proc/thread-self/ns/net")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if inside == self {
+		if inside := netnsID(t, ns); inside == self {
 			t.Fatalf("Do ran in the caller's namespace %s", self)
 		}
 	}
@@ -242,18 +248,7 @@ func TestIntegrationTapCommandIPv6(t *testing.T) {
 	}
 
 	// Command runs in the namespace; a nil NS in the caller's.
-	var inside string
-	if err := ns.Do(func() error {
-		var err error
-		inside, err = os.Readlink("/proc/thread-self/ns/net")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Readlink("/proc/thread-self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inside, self := netnsID(t, ns), netnsID(t, lab.Root())
 	for _, tt := range []struct {
 		ns   *NS
 		want string
