@@ -306,22 +306,6 @@ func (t *Table) goneReason(pi int, ext uint16) Reason {
 // inboundL4 translates a TCP/UDP packet to public:dport (from the WAN or
 // the second half of a hairpin).
 func (t *Table) inboundL4(p *pkt, s uint32) Verdict {
-	// Fast path: the LAN endpoint cached for the external port gives the
-	// flow's key, one probe. A live flow carrying this external port
-	// proves the port is a mapping of this table (not a forward, not
-	// reserved), so the checks below would all pass.
-	if idx := uint32(p.dport) - t.lo; idx < t.span && p.pi < len(t.lanOf) && t.lanOf[p.pi] != nil {
-		if v := t.lanOf[p.pi][idx]; v != 0 {
-			lan, lport := t.lanNet|v>>16, uint16(v)
-			if i := t.findFlow(p.pi, lan, lport, p.src, p.sport); i >= 0 {
-				if e := &t.slots[i]; e.ext == p.dport && !expired(e.exp, s) {
-					t.touch(e, p.pi, p.flags, false, s)
-					t.dnat(p, lan, lport)
-					return Pass
-				}
-			}
-		}
-	}
 	if f := t.fwdByExt(p.pi, p.dport); f != nil {
 		if f.Worker != t.cfg.Worker {
 			return t.drop(ReasonNotOwner)
