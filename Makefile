@@ -36,13 +36,7 @@ race:
 # `unit`); FUZZTIME=1m for a longer look.
 FUZZTIME ?= 4s
 fuzz-smoke:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-		for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$fz"; \
-			$(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $$pkg >/dev/null || \
-				{ $(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime 1x $$pkg; exit 1; }; \
-		done; \
-	done
+	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz-smoke.sh
 
 # Every Go benchmark once, so none rots.
 bench-smoke:

@@ -50,8 +50,9 @@ type Worker struct {
 	now     int64
 	icmp    tokenBucket
 
-	c   Counters
-	pub counterCell
+	c     Counters
+	pub   counterCell
+	steps uint64
 }
 
 type upOps struct{ w *Worker }
@@ -212,8 +213,10 @@ func (w *Worker) step() int {
 	w.shape()
 	w.flush()
 	w.reclaim()
-	if w.nat != nil {
-		w.nat.Expire(w.now, 64)
+	// Incremental NAT expiry: 256 slots every 8th step (lookups already
+	// treat expired entries as gone; this reclaims them).
+	if w.steps++; w.steps&7 == 0 {
+		w.nat.Expire(w.now, 256)
 	}
 	return work
 }

@@ -33,9 +33,10 @@ func Sum(b []byte, initial uint32) uint32 {
 
 // Fold folds a running sum to 16 bits (not complemented).
 func Fold(s uint32) uint16 {
-	for s > 0xffff {
-		s = (s >> 16) + (s & 0xffff)
-	}
+	// Two steps fold any 32-bit sum: the first leaves at most 0x1fffe,
+	// the second at most 0xffff. No data-dependent loop.
+	s = (s >> 16) + (s & 0xffff)
+	s = (s >> 16) + (s & 0xffff)
 	return uint16(s)
 }
 

@@ -185,3 +185,22 @@ func BenchmarkChecksum20(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pkt")
 }
+
+func TestFoldMatchesLoop(t *testing.T) {
+	loop := func(s uint32) uint16 {
+		for s > 0xffff {
+			s = (s >> 16) + (s & 0xffff)
+		}
+		return uint16(s)
+	}
+	for _, s := range []uint32{0, 1, 0xffff, 0x10000, 0x1fffe, 0x1ffff, 0xfffeffff, 0xffff0000, 0xffffffff} {
+		if Fold(s) != loop(s) {
+			t.Fatalf("Fold(%#x) = %#x, want %#x", s, Fold(s), loop(s))
+		}
+	}
+	for s := uint32(1); s != 0 && s < 0xfff00000; s += 0x10001 {
+		if Fold(s) != loop(s) {
+			t.Fatalf("Fold(%#x)", s)
+		}
+	}
+}
