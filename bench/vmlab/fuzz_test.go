@@ -43,7 +43,8 @@ func FuzzParseTsharkFields(f *testing.F) {
 		}
 		lines := 0
 		for _, l := range bytes.Split(out, []byte("\n")) {
-			if len(l) > 0 {
+			// bufio.ScanLines drops a CR before the newline (and at EOF).
+			if l = bytes.TrimSuffix(l, []byte("\r")); len(l) > 0 {
 				lines++
 			}
 		}
