@@ -53,6 +53,7 @@ type Worker struct {
 	c     Counters
 	pub   counterCell
 	steps uint64
+	sink  byte // keeps touch's loads alive
 }
 
 type upOps struct{ w *Worker }
@@ -187,6 +188,7 @@ func (w *Worker) step() int {
 	l := w.e.steerLinks[w.id]
 	got := l.Data.Pop(w.rx)
 	w.c.RxWAN += uint64(got)
+	w.touch(w.rx[:got])
 	for _, f := range w.rx[:got] {
 		w.fromWAN(f)
 	}
@@ -687,6 +689,20 @@ func (w *Worker) drainInject() int {
 		k += l.Ret.Push(w.tmp[k:n])
 	}
 	return n
+}
+
+// touch reads the first bytes of every frame of a batch another core
+// filled, before any is processed: the loads are independent, so the CPU
+// overlaps their cache misses instead of taking them one packet at a time
+// (Go has no prefetch intrinsic).
+func (w *Worker) touch(fs []*nic.Frame) {
+	var x byte
+	for _, f := range fs {
+		if f.Len > 0 {
+			x ^= f.Buf[f.Off]
+		}
+	}
+	w.sink ^= x
 }
 
 // checkIPv4 validates an IPv4 header for forwarding: lengths, no

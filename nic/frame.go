@@ -30,6 +30,9 @@ type Frame struct {
 	// Aux is scratch space for the pipeline (e.g. the flow hash); ports
 	// neither read nor preserve it.
 	Aux uint32
+	// Frames move between cores: a frame takes a cache line of its own
+	// so neighbours in one allocation never share one.
+	_ [64 - 48]byte
 }
 
 // NewFrame allocates a frame with a BufSize buffer and Headroom offset.

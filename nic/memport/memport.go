@@ -145,15 +145,21 @@ func (r *Ring) get(frames []*nic.Frame, q uint16) int {
 	return n
 }
 
+// replay and txSink are per queue, each used by one worker: padded to
+// their own cache lines so two workers never write the same line.
 type replay struct {
+	_    [64]byte
 	pkts [][]byte
 	next int
+	_    [64]byte
 }
 
 type txSink struct {
+	_       [64]byte
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 	fn      func(q int, f *nic.Frame)
+	_       [64]byte
 }
 
 // Port is an in-memory multi-queue port.
@@ -239,15 +245,15 @@ func (p *Port) Recv(q int, frames []*nic.Frame) (int, error) {
 		return 0, ErrClosed
 	}
 	if rp := p.replay[q]; rp != nil && len(rp.pkts) > 0 {
-		for i, f := range frames {
-			f.SetData(rp.pkts[rp.next])
+		next := rp.next
+		for _, f := range frames {
+			f.SetData(rp.pkts[next])
 			f.Queue = uint16(q)
-			frames[i] = f
-			rp.next++
-			if rp.next == len(rp.pkts) {
-				rp.next = 0
+			if next++; next == len(rp.pkts) {
+				next = 0
 			}
 		}
+		rp.next = next
 		return len(frames), nil
 	}
 	return p.rx[q].get(frames, uint16(q)), nil
