@@ -16,7 +16,7 @@ const (
 	DropMartian                    // LAN source outside the LAN prefix
 	DropTTLExceeded                // TTL expired (an ICMP error may be sent)
 	DropNoSession                  // PPPoE session down
-	DropTooBig                     // larger than the PPPoE MTU with DF set (ICMP sent)
+	DropTooBig                     // larger than the PPPoE MTU with DF set (ICMP sent), or unfragmentable
 	DropNAT                        // NAT refused (see the NAT's own counters)
 	DropNATReject                  // NAT table/host limit (ICMP admin-prohibited sent)
 	DropBadPPPoE                   // malformed PPPoE/PPP header
@@ -69,6 +69,7 @@ type Counters struct {
 	Clamped         uint64 // TCP SYNs whose MSS was clamped
 	Redirected      uint64 // frames handed to another worker
 	Unresolved      uint64 // LAN next hop unknown: sent to the host stack to resolve
+	Fragments       uint64 // IPv4 fragments made for the PPPoE MTU (DF clear)
 	Drops           [numReasons]uint64
 	CPUNanos        uint64 // thread CPU time since start (if measured)
 	SteerPackets    uint64 // frames classified by steering on this thread
@@ -81,15 +82,15 @@ type counterCell struct {
 	cpu atomic.Uint64
 }
 
-const countersWords = 12 + int(numReasons)
+const countersWords = 13 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
 	w[0], w[1], w[2], w[3] = c.RxLAN, c.RxWAN, c.TxLAN, c.TxWAN
 	w[4], w[5], w[6], w[7] = c.Exception, c.ICMPSent, c.ICMPRateLimited, c.Clamped
 	w[8], w[9], w[10] = c.Redirected, c.SteerPackets, c.SteerNanos
-	w[11] = c.Unresolved
-	copy(w[12:], c.Drops[:])
+	w[11], w[12] = c.Unresolved, c.Fragments
+	copy(w[13:], c.Drops[:])
 	return w
 }
 
@@ -112,8 +113,8 @@ func (p *counterCell) load() Counters {
 	s.RxLAN, s.RxWAN, s.TxLAN, s.TxWAN = w[0], w[1], w[2], w[3]
 	s.Exception, s.ICMPSent, s.ICMPRateLimited, s.Clamped = w[4], w[5], w[6], w[7]
 	s.Redirected, s.SteerPackets, s.SteerNanos = w[8], w[9], w[10]
-	s.Unresolved = w[11]
-	copy(s.Drops[:], w[12:])
+	s.Unresolved, s.Fragments = w[11], w[12]
+	copy(s.Drops[:], w[13:])
 	return s
 }
 
@@ -129,6 +130,7 @@ func (c *Counters) Add(o *Counters) {
 	c.Clamped += o.Clamped
 	c.Redirected += o.Redirected
 	c.Unresolved += o.Unresolved
+	c.Fragments += o.Fragments
 	c.SteerPackets += o.SteerPackets
 	c.SteerNanos += o.SteerNanos
 	c.CPUNanos += o.CPUNanos

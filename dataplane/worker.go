@@ -344,13 +344,9 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	if mtu <= 0 {
 		mtu = 1492
 	}
-	if ip.TotalLen() > mtu {
+	if ip.TotalLen() > mtu && ip.DF() {
 		w.c.Drops[DropTooBig]++
-		if ip.DF() {
-			w.icmpToLAN(f, hdr.ICMPDestUnreach, hdr.ICMPCodeFragNeeded, uint16(mtu))
-		} else {
-			w.pool.Put(f) // no fragmentation on the fast path
-		}
+		w.icmpToLAN(f, hdr.ICMPDestUnreach, hdr.ICMPCodeFragNeeded, uint16(mtu))
 		return
 	}
 	flow := flowHash(ip)
@@ -380,11 +376,78 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	}
 	w.forwardIP(ip)
 	f.Pull(hdr.EthernetLen)
+	if ip.TotalLen() > mtu { // DF clear (checked above): fragment
+		w.fragment(f, mtu, flow, src)
+		return
+	}
+	w.upstream(f, flow, src)
+}
+
+// upstream hands an IPv4 packet bound for the session to the shaper, or
+// straight to the WAN when the uplink is not shaped.
+func (w *Worker) upstream(f *nic.Frame, flow, host uint32) {
 	if w.up != nil {
-		w.up.EnqueueAt(f, flow, src, w.now)
+		w.up.EnqueueAt(f, flow, host, w.now)
 		return
 	}
 	w.toWAN(f)
+}
+
+// fragment splits the IPv4 packet in f (DF clear, no options, not itself
+// a fragment) into fragments that fit mtu (RFC 791), the first in f and
+// the rest in frames from the pool, and sends them upstream in order.
+func (w *Worker) fragment(f *nic.Frame, mtu int, flow, host uint32) {
+	ip := hdr.IPv4(f.Data())
+	payload := ip.Payload()
+	chunk := (mtu - hdr.IPv4MinLen) &^ 7
+	if chunk <= 0 {
+		w.drop(f, DropTooBig)
+		return
+	}
+	// Build the later fragments first: they copy from f before f is cut.
+	var rest [maxFragments]*nic.Frame
+	n := 0
+	for off := chunk; off < len(payload); off += chunk {
+		g := w.pool.Get()
+		if g == nil || n == len(rest) {
+			if g != nil {
+				w.pool.Put(g)
+			}
+			w.pool.PutN(rest[:n])
+			w.drop(f, DropNoBuffer)
+			return
+		}
+		end := min(off+chunk, len(payload))
+		b := g.Extend(hdr.IPv4MinLen + end - off)
+		copy(b, ip[:hdr.IPv4MinLen])
+		copy(b[hdr.IPv4MinLen:], payload[off:end])
+		setFragment(hdr.IPv4(b), off, end < len(payload))
+		rest[n] = g
+		n++
+	}
+	f.Truncate(hdr.IPv4MinLen + chunk)
+	setFragment(hdr.IPv4(f.Data()), 0, true)
+	w.c.Fragments += uint64(n + 1)
+	w.upstream(f, flow, host)
+	for _, g := range rest[:n] {
+		w.upstream(g, flow, host)
+	}
+}
+
+// maxFragments bounds the fragments of one packet (a 1920-byte frame over
+// an MTU of 576 makes 4).
+const maxFragments = 8
+
+// setFragment writes a fragment's length, offset and MF flag and its
+// header checksum.
+func setFragment(ip hdr.IPv4, off int, more bool) {
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
+	v := uint16(off / 8)
+	if more {
+		v |= 0x2000
+	}
+	binary.BigEndian.PutUint16(ip[6:], v)
+	ip.ComputeChecksum()
 }
 
 // toWAN encapsulates an IPv4 packet for the session and queues it.

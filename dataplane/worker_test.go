@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
@@ -323,5 +324,50 @@ func TestReasonNames(t *testing.T) {
 	}
 	if DropShaper.String() != "shaper" || DropHeadroom.String() != "headroom" {
 		t.Fatalf("names out of step with the enum: %s %s", DropShaper, DropHeadroom)
+	}
+}
+
+// TestFragmentation: a LAN packet larger than the PPPoE MTU without DF
+// leaves as RFC 791 fragments that reassemble to the translated packet.
+func TestFragmentation(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 7000, dport: 4500, proto: layers.IPProtocolUDP, payload: 1472}))
+	r.step()
+	out := r.drainWAN()
+	if len(out) != 2 {
+		t.Fatalf("%d frames, want 2 fragments; drops %v", len(out), r.e.Totals().DropMap())
+	}
+	var whole []byte
+	for i, fr := range out {
+		ipb := pppoePayload(t, fr)
+		ip := hdr.IPv4(ipb)
+		if !ip.IsValid() || !ip.HeaderChecksumOK() || len(ipb) > 1492 || ip.Src() != pubIP || ip.ID() != 7 || ip.TTL() != 63 {
+			t.Fatalf("fragment %d: %x", i, ipb[:20])
+		}
+		more := binary.BigEndian.Uint16(ipb[6:])&0x2000 != 0
+		if ip.FragOffset() != len(whole) || more != (i == 0) {
+			t.Fatalf("fragment %d: offset %d (want %d), MF %v", i, ip.FragOffset(), len(whole), more)
+		}
+		whole = append(whole, ip.Payload()...)
+	}
+	// Reassembled: a valid UDP datagram from the translated source.
+	if len(whole) != 8+1472 || hdr.UDP(whole).Length() != len(whole) {
+		t.Fatalf("reassembled %d bytes", len(whole))
+	}
+	pub := []byte{byte(pubIP >> 24), byte(pubIP >> 16), byte(pubIP >> 8), byte(pubIP)}
+	rem := []byte{byte(remoteIP >> 24), byte(remoteIP >> 16), byte(remoteIP >> 8), byte(remoteIP)}
+	if hdr.Fold(hdr.Sum(whole, hdr.PseudoSum(pub, rem, hdr.ProtoUDP, len(whole)))) != 0xffff {
+		t.Fatal("reassembled UDP checksum wrong")
+	}
+	if c := r.e.Totals(); c.Fragments != 2 || c.TotalDrops() != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+	frame := lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 7000, dport: 4500, proto: layers.IPProtocolUDP, payload: 1472})
+	if a := testing.AllocsPerRun(50, func() {
+		r.lan.Inject(0, frame)
+		r.step()
+		r.wan.Drain(0, func([]byte) {})
+	}); a != 0 {
+		t.Fatalf("fragmenting allocates %.1f times", a)
 	}
 }
