@@ -371,3 +371,44 @@ func TestFragmentation(t *testing.T) {
 		t.Fatalf("fragmenting allocates %.1f times", a)
 	}
 }
+
+// TestVLANSession: a VLAN-tagged WAN (e.g. VLAN 7 with priority) carries
+// the session both ways: tagged on the way out, steered and decapsulated
+// with the tag on the way in.
+func TestVLANSession(t *testing.T) {
+	r := newRig(t, 2, nil)
+	s := testSession()
+	s.VLAN, s.VLANPrio = 7, 5
+	r.e.SetSession(s)
+	lf := lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 6000, dport: 53, proto: layers.IPProtocolUDP, payload: 20})
+	q := r.e.LANOwner(lf[14:])
+	r.lan.Inject(q, lf)
+	r.step()
+	out := r.drainWAN()
+	if len(out) != 1 {
+		t.Fatalf("%d frames; drops %v", len(out), r.e.Totals().DropMap())
+	}
+	b := out[0]
+	if be16(b[12:]) != hdr.EtherTypeVLAN || be16(b[14:])&0xfff != 7 || b[14]>>5 != 5 || be16(b[16:]) != hdr.EtherTypePPPoESess || be16(b[20:]) != sessionID {
+		t.Fatalf("uplink header %x", b[:26])
+	}
+	ext := be16(b[26+20:])
+	// The reply, tagged.
+	reply := wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: ext, proto: layers.IPProtocolUDP, payload: 20})
+	tagged := append(append(append([]byte(nil), reply[:12]...), 0x81, 0x00, 0xa0, 0x07), reply[12:]...)
+	if w := classify(tagged, r.e.Owner()); w != q {
+		t.Fatalf("tagged reply steered to %d, want %d", w, q)
+	}
+	r.wan.Inject(0, tagged)
+	r.step()
+	if back := r.drainLAN(); len(back) != 1 {
+		t.Fatalf("tagged reply not delivered: %v", r.e.Totals().DropMap())
+	}
+	// Another VLAN is not our session.
+	other := append(append(append([]byte(nil), reply[:12]...), 0x81, 0x00, 0x00, 0x08), reply[12:]...)
+	r.wan.Inject(0, other)
+	r.step()
+	if n := len(r.drainLAN()); n != 0 || r.e.Totals().Drops[DropWrongSession] != 1 {
+		t.Fatalf("frame on VLAN 8 delivered (%d) or not counted: %v", n, r.e.Totals().DropMap())
+	}
+}
