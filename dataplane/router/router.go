@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -72,6 +73,14 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		if r.host, err = tap.Open(cfg.HostTap, tap.Config{Up: true}); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("host tap %s: %w", cfg.HostTap, err)
+		}
+		// The host stack answers ARP for the router: with any other MAC
+		// than the LAN port's, LAN hosts would send to a MAC the workers
+		// drop.
+		mac := net.HardwareAddr(r.lanMAC[:]).String()
+		if out, err := exec.Command("ip", "link", "set", "dev", cfg.HostTap, "address", mac).CombinedOutput(); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("host tap %s: set MAC %s: %v: %s", cfg.HostTap, mac, err, out)
 		}
 	}
 	dc := dataplane.Config{
