@@ -39,6 +39,9 @@ type Options struct {
 	Auth    string // chap (default) or pap
 	// Shape is the downlink shaper in tc-cake words ("" = none).
 	ShapeDown string
+	// HostTap gives the router a TAP for its own traffic, carrying the LAN
+	// address: the router namespace's kernel then answers ARP and ping.
+	HostTap bool
 	Logf      func(format string, args ...any)
 }
 
@@ -143,12 +146,21 @@ func Start(o Options) (_ *Lab, err error) {
 			return nil, err
 		}
 	}
+	if o.HostTap {
+		cfg.HostTap = "pppfwd0"
+	}
 	// Open inside the router's namespace: the ports' sockets stay there.
 	if err = l.Router.Do(func() (e error) {
 		l.R, e = router.Open(cfg, router.Ports{}, o.Logf)
 		return e
 	}); err != nil {
 		return nil, fmt.Errorf("router: %w", err)
+	}
+	if o.HostTap {
+		if err = l.Router.AddAddr(cfg.HostTap, LANPrefix); err != nil {
+			l.R.Close()
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rctx, rcancel := context.WithCancel(ctx)
