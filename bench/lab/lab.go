@@ -1,8 +1,13 @@
-// Package lab is pppfwd's network-namespace lab: a LAN host, the pppfwd
-// router and an ISP running pppfwd's own access concentrator, joined by
-// veth pairs, all in namespaces the lab creates (Linux, root). The ISP
-// side also stands in for the Internet: it answers ICMP echo and UDP echo
-// (port 7) for every address behind it. Tests and `pppfwd lab` share it.
+// Package lab is pppfwd's network-namespace lab, all in namespaces it
+// creates (Linux, root):
+//
+//	lan host --veth-- pppfwd router --veth-- ISP --veth-- Internet host
+//
+// The ISP runs pppfwd's own access concentrator on a raw socket and
+// forwards the session's data to an upstream TAP device, so the ISP
+// namespace's kernel routes it to the Internet host (203.0.113.7), which
+// answers ping and runs a UDP echo service (port 7). Tests and
+// `pppfwd lab` share it.
 package lab
 
 import (
@@ -10,12 +15,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/router"
+	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/nettest"
 	"github.com/pppfwd/pppfwd/nic/rawsock"
 	"github.com/pppfwd/pppfwd/pppoe"
@@ -29,7 +36,9 @@ var (
 	PoolFirst  = netip.MustParseAddr("100.64.0.10")
 	PoolLast   = netip.MustParseAddr("100.64.0.20")
 	DNSAddr    = netip.MustParseAddr("100.64.0.53")
-	RemoteAddr = netip.MustParseAddr("203.0.113.7") // "the Internet": any address works
+	RemoteAddr = netip.MustParseAddr("203.0.113.7") // a host on "the Internet" behind the ISP
+	ISPInet    = netip.MustParsePrefix("203.0.113.1/24")
+	RemoteNet  = netip.MustParsePrefix("203.0.113.7/24")
 )
 
 // Options configure the lab.
@@ -42,7 +51,7 @@ type Options struct {
 	// HostTap gives the router a TAP for its own traffic, carrying the LAN
 	// address: the router namespace's kernel then answers ARP and ping.
 	HostTap bool
-	Logf      func(format string, args ...any)
+	Logf    func(format string, args ...any)
 }
 
 // Lab is a running lab.
@@ -56,7 +65,11 @@ type Lab struct {
 	routerDone       chan struct{}
 	wg               sync.WaitGroup
 	routerErr        error
-	replies          chan []byte
+	upstream         chan []byte
+	Inet             *nettest.NS
+	up               nic.Port // the ISP's upstream TAP (owned by forwardUpstream)
+	upMAC            [6]byte
+	echo             *net.UDPConn
 	closeOnce        sync.Once
 }
 
@@ -73,7 +86,7 @@ func Start(o Options) (_ *Lab, err error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	l := &Lab{lab: nettest.New(), replies: make(chan []byte, 1024)}
+	l := &Lab{lab: nettest.New(), upstream: make(chan []byte, 1024)}
 	defer func() {
 		if err != nil {
 			l.Close()
@@ -88,7 +101,10 @@ func Start(o Options) (_ *Lab, err error) {
 	if l.ISP, err = l.lab.NewNS("isp"); err != nil {
 		return nil, err
 	}
-	for _, ns := range []*nettest.NS{l.LAN, l.Router, l.ISP} {
+	if l.Inet, err = l.lab.NewNS("inet"); err != nil {
+		return nil, err
+	}
+	for _, ns := range []*nettest.NS{l.LAN, l.Router, l.ISP, l.Inet} {
 		if err = ns.Sysctl("net.ipv6.conf.all.disable_ipv6", "1"); err != nil {
 			return nil, err
 		}
@@ -116,6 +132,9 @@ func Start(o Options) (_ *Lab, err error) {
 	if err = l.LAN.AddAddr("lan0", HostAddr); err != nil {
 		return nil, err
 	}
+	if err = l.setupInternet(); err != nil {
+		return nil, err
+	}
 	if err = l.LAN.AddRoute("default", LANPrefix.Addr()); err != nil {
 		return nil, err
 	}
@@ -135,7 +154,7 @@ func Start(o Options) (_ *Lab, err error) {
 	l.AC = pppoe.NewServer(pppoe.ServerConfig{ACName: "pppfwd-lab", Auth: auth,
 		Users:     map[string]string{"lab": "secret"},
 		LocalAddr: u32(ACAddr), PoolFirst: u32(PoolFirst), PoolLast: u32(PoolLast),
-		DNS: [2]uint32{u32(DNSAddr)}, Deliver: l.internet}, acConn)
+		DNS: [2]uint32{u32(DNSAddr)}, Deliver: l.toUpstream}, acConn)
 
 	// The router: pppfwd on afpacket/afxdp ports opened inside its namespace.
 	cfg := &router.Config{Backend: o.Backend, Workers: o.Workers, LANInterface: "rlan", WANInterface: "rwan",
@@ -168,7 +187,7 @@ func Start(o Options) (_ *Lab, err error) {
 	l.routerDone = make(chan struct{})
 	l.wg.Add(2)
 	go func() { defer l.wg.Done(); _ = l.AC.Run(ctx) }()
-	go func() { defer l.wg.Done(); l.respond(ctx) }()
+	go func() { defer l.wg.Done(); l.forwardUpstream(ctx) }()
 	go func() { defer close(l.routerDone); l.routerErr = l.R.Run(rctx) }()
 	return l, nil
 }
@@ -186,70 +205,6 @@ func (l *Lab) WaitUp(timeout time.Duration) error {
 	return nil
 }
 
-// internet is the AC's Deliver hook: copy and hand to the responder.
-func (l *Lab) internet(_ pppoe.SessionInfo, ip []byte) {
-	select {
-	case l.replies <- append([]byte(nil), ip...):
-	default:
-	}
-}
-
-// respond answers ICMP echo and UDP echo (port 7) for any destination.
-func (l *Lab) respond(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case p := <-l.replies:
-			if r := echo(p); r != nil {
-				_ = l.AC.SendIPv4(r)
-			}
-		}
-	}
-}
-
-func echo(p []byte) []byte {
-	ip := hdr.IPv4(p)
-	if !ip.IsValid() || ip.IsFragment() {
-		return nil
-	}
-	p = p[:ip.TotalLen()]
-	ip = hdr.IPv4(p)
-	hl := ip.HeaderLen()
-	src, dst := ip.Src(), ip.Dst()
-	binary.BigEndian.PutUint32(p[12:], dst)
-	binary.BigEndian.PutUint32(p[16:], src)
-	p[8] = 64
-	switch ip.Protocol() {
-	case hdr.ProtoICMP:
-		ic := hdr.ICMP(p[hl:])
-		if !ic.IsValid() || ic.Type() != hdr.ICMPEcho {
-			return nil
-		}
-		ic[0] = hdr.ICMPEchoReply
-		ic.SetChecksum(0)
-		ic.SetChecksum(hdr.Checksum(ic, 0))
-	case hdr.ProtoUDP:
-		u := hdr.UDP(p[hl:])
-		if !u.IsValid() || u.DstPort() != 7 {
-			return nil
-		}
-		sp, dp := u.SrcPort(), u.DstPort()
-		binary.BigEndian.PutUint16(u[0:], dp)
-		binary.BigEndian.PutUint16(u[2:], sp)
-		u.SetChecksum(0)
-		c := hdr.Checksum(u[:u.Length()], hdr.PseudoSum(p[12:16], p[16:20], hdr.ProtoUDP, u.Length()))
-		if c == 0 {
-			c = 0xffff
-		}
-		u.SetChecksum(c)
-	default:
-		return nil
-	}
-	ip.ComputeChecksum()
-	return p
-}
-
 // Close stops everything (the router ends its session with PADT first)
 // and removes the namespaces.
 func (l *Lab) Close() error {
@@ -262,6 +217,12 @@ func (l *Lab) Close() error {
 			err = l.routerErr
 			l.cancel()
 			l.wg.Wait()
+		}
+		if l.echo != nil {
+			l.echo.Close()
+		}
+		if l.up != nil {
+			l.up.Close()
 		}
 		if cerr := l.lab.Close(); cerr != nil && err == nil {
 			err = cerr

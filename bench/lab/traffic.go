@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -15,7 +16,7 @@ func (l *Lab) Ping(dst string, count int) (string, error) {
 }
 
 // UDPEcho opens flows UDP sockets in the LAN namespace, each sending per
-// datagrams to the Internet's echo service (one at a time, waiting up to
+// datagrams to the Internet host's echo service (203.0.113.7:7) (one at a time, waiting up to
 // 2 s for each echo), and returns how many echoes came back intact.
 func (l *Lab) UDPEcho(flows, per int) (got int, err error) {
 	conns := make([]net.Conn, 0, flows)
@@ -28,7 +29,7 @@ func (l *Lab) UDPEcho(flows, per int) (got int, err error) {
 	// goroutines using them may run on any thread.
 	err = l.LAN.Do(func() error {
 		for i := 0; i < flows; i++ {
-			c, err := net.Dial("udp4", fmt.Sprintf("203.0.113.%d:7", 1+i%50))
+			c, err := net.Dial("udp4", netip.AddrPortFrom(RemoteAddr, 7).String())
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,180 @@
+package lab
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/tap"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// acMAC is the MAC the access concentrator uses on its upstream TAP.
+var acMAC = [6]byte{0x02, 0xac, 0, 0, 0, 1}
+
+const upstreamIf = "up0"
+
+// setupInternet builds the ISP's upstream side: a TAP in the ISP
+// namespace (the AC's data path into its kernel), a veth to the Internet
+// namespace, routes both ways, and the Internet host's UDP echo service.
+func (l *Lab) setupInternet() error {
+	if err := l.lab.Veth("isp1", l.ISP, "inet0", l.Inet, 1); err != nil {
+		return err
+	}
+	for _, e := range []struct {
+		ns  interface{ DisableOffloads(string) error }
+		ifn string
+	}{{l.ISP, "isp1"}, {l.Inet, "inet0"}} {
+		if err := e.ns.DisableOffloads(e.ifn); err != nil {
+			return err
+		}
+	}
+	if err := l.ISP.AddAddr("isp1", ISPInet); err != nil {
+		return err
+	}
+	if err := l.Inet.AddAddr("inet0", RemoteNet); err != nil {
+		return err
+	}
+	if err := l.Inet.AddRoute("default", ISPInet.Addr()); err != nil {
+		return err
+	}
+	if err := l.ISP.EnableForwarding(); err != nil {
+		return err
+	}
+	err := l.ISP.Do(func() (e error) {
+		l.up, e = tap.Open(upstreamIf, tap.Config{Up: true})
+		return e
+	})
+	if err != nil {
+		return fmt.Errorf("upstream tap: %w", err)
+	}
+	mac, err := l.ISP.MAC(upstreamIf)
+	if err != nil {
+		return err
+	}
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return err
+	}
+	l.upMAC = [6]byte(hw)
+	// The subscribers' pool is reached through the TAP; the AC answers ARP
+	// for every pool address (proxy ARP).
+	if _, err := l.ISP.Exec("ip", "route", "add", "100.64.0.0/24", "dev", upstreamIf); err != nil {
+		return err
+	}
+	return l.Inet.Do(func() error {
+		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(RemoteAddr, 7)))
+		if err != nil {
+			return err
+		}
+		l.echo = c
+		go udpEchoServer(c)
+		return nil
+	})
+}
+
+// udpEchoServer answers every datagram with itself until the socket closes.
+func udpEchoServer(c *net.UDPConn) {
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		_, _ = c.WriteToUDPAddrPort(buf[:n], from)
+	}
+}
+
+// toUpstream is the AC's Deliver hook: a copy of the subscriber's packet
+// goes to the forwarding goroutine, which owns the TAP.
+func (l *Lab) toUpstream(_ pppoe.SessionInfo, ip []byte) {
+	select {
+	case l.upstream <- append([]byte(nil), ip...):
+	default:
+	}
+}
+
+// forwardUpstream moves packets between the AC and the ISP's kernel: the
+// subscribers' packets into the TAP as Ethernet frames to the kernel, and
+// the kernel's packets for the pool back into the session (answering the
+// kernel's ARP for pool addresses).
+func (l *Lab) forwardUpstream(ctx context.Context) {
+	in := nic.NewFrames(32)
+	out := nic.NewFrames(1)
+	for ctx.Err() == nil {
+		busy := false
+		for more := true; more; {
+			select {
+			case ip := <-l.upstream:
+				f := out[0]
+				f.Reset()
+				b := f.Extend(hdr.EthernetLen + len(ip))
+				if b == nil {
+					continue
+				}
+				hdr.Ethernet(b).SetAddrs(l.upMAC, acMAC)
+				hdr.Ethernet(b).SetType(hdr.EtherTypeIPv4)
+				copy(b[hdr.EthernetLen:], ip)
+				_, _ = l.up.Send(0, out)
+				busy = true
+			default:
+				more = false
+			}
+		}
+		for _, f := range in {
+			f.Reset()
+		}
+		n, err := l.up.Recv(0, in)
+		if err != nil {
+			return
+		}
+		for _, f := range in[:n] {
+			l.fromKernel(f.Data())
+		}
+		if n > 0 {
+			busy = true
+		}
+		if !busy {
+			_ = l.up.Wait(0, 200*time.Microsecond)
+		}
+	}
+}
+
+func (l *Lab) fromKernel(b []byte) {
+	if len(b) < hdr.EthernetLen {
+		return
+	}
+	eth := hdr.Ethernet(b)
+	switch eth.Type() {
+	case hdr.EtherTypeIPv4:
+		if [6]byte(eth.Dst()) == acMAC {
+			_ = l.AC.SendIPv4(b[hdr.EthernetLen:])
+		}
+	case hdr.EtherTypeARP:
+		if len(b) < hdr.EthernetLen+28 {
+			return
+		}
+		a := b[hdr.EthernetLen:]
+		tpa := binary.BigEndian.Uint32(a[24:])
+		if binary.BigEndian.Uint16(a[6:]) != 1 || tpa < u32(PoolFirst) || tpa > u32(PoolLast) {
+			return
+		}
+		r := make([]byte, 42)
+		copy(r, b[:42])
+		copy(r[0:6], a[8:14])
+		copy(r[6:12], acMAC[:])
+		ra := r[hdr.EthernetLen:]
+		binary.BigEndian.PutUint16(ra[6:], 2)
+		copy(ra[8:14], acMAC[:])
+		binary.BigEndian.PutUint32(ra[14:], tpa)
+		copy(ra[18:28], a[8:18]) // target = the asker (MAC + IP)
+		out := nic.NewFrames(1)
+		out[0].SetData(r)
+		_, _ = l.up.Send(0, out)
+	}
+}
