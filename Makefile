@@ -28,9 +28,10 @@ lint:
 unit:
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-# The race detector over the packages with concurrency of their own.
+# The race detector over the packages with concurrency of their own, and
+# the namespace lab (the router on real threads; skips when not root).
 race:
-	$(GO) test -race -count=1 ./dataplane/... ./pppoe/... ./shaper/... ./nic/memport/...
+	$(GO) test -race -count=1 ./dataplane/... ./pppoe/... ./shaper/... ./nic/memport/... ./bench/lab
 
 # Every fuzz target for a few seconds (their seed corpora already run in
 # `unit`); FUZZTIME=1m for a longer look.
