@@ -20,7 +20,8 @@ for pkg in $($GO list ./...); do
 				status=1
 				break
 			fi
-			echo "  (run ended without a finding, retrying: $(grep -v '^fuzz: elapsed' <<<"$out" | tail -3 | tr '\n' ' '))"
+			echo "  run ended without a finding; retrying. Its output:"
+			grep -v '^fuzz: elapsed' <<<"$out" | tail -15 | sed 's/^/    /'
 		done
 	done
 done
