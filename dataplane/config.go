@@ -45,10 +45,12 @@ type Config struct {
 	// shaper limit and ring sizes when 0).
 	PoolFrames int
 
-	// Pin, if set, pins the calling thread to cpu (workers call it with
-	// their index). ThreadCPU, if set, returns the calling thread's CPU
-	// time in ns; the engine reports it per worker.
-	Pin       func(cpu int) error
+	// Pin, if set, pins the calling thread to the n-th CPU the process may
+	// use (nic/pin.PinNth): worker k calls it with k, a steering thread
+	// with Workers. A failure is reported (Engine.PinErr) and the thread
+	// runs unpinned: forwarding goes on. ThreadCPU, if set, returns the
+	// calling thread's CPU time in ns; the engine reports it per worker.
+	Pin       func(n int) error
 	ThreadCPU func() int64
 	// Steer selects where WAN steering runs: SteerInline (worker 0 polls
 	// the WAN between its own batches) or SteerThread (a thread of its own).

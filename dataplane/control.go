@@ -27,6 +27,9 @@ type ControlConfig struct {
 	Queue int
 }
 
+// MaxNeighbors bounds the LAN neighbour table the control plane learns.
+const MaxNeighbors = 16384
+
 // ControlStats are the control plane's counters.
 type ControlStats struct {
 	WANFrames, WANDropped  uint64 // control frames for the PPPoE client / dropped (queue full)
@@ -77,7 +80,9 @@ func NewControl(e *Engine, cfg ControlConfig) *Control {
 	var h [slowpath.NumKinds]slowpath.Handler
 	h[slowpath.Exception] = c.handle
 	var err error
-	if c.slow, err = slowpath.New(slowpath.Config{Workers: 2, Queue: 256, Handlers: h}); err != nil {
+	// One slow-path worker: frames for the host stack keep their order
+	// (a TCP session to the router must not see its segments reordered).
+	if c.slow, err = slowpath.New(slowpath.Config{Workers: 1, Queue: 256, Handlers: h}); err != nil {
 		panic(err) // only on invalid static sizes
 	}
 	return c
@@ -218,8 +223,14 @@ func (c *Control) fromLAN(b []byte) {
 		sha := [6]byte(arp[8:14])
 		spa := binary.BigEndian.Uint32(arp[14:])
 		tpa := binary.BigEndian.Uint32(arp[24:])
-		if binary.BigEndian.Uint32(arp[0:]) == 0x00010800 && arp[4] == 6 && arp[5] == 4 &&
-			spa&cfg.lanMask() == cfg.LANNet && spa != cfg.RouterAddr && spa != 0 && sha[0]&1 == 0 {
+		// Learn a LAN host from ARP that concerns the router: a request for
+		// its address or a reply to it (not every ARP on the segment), and
+		// only up to MaxNeighbors hosts: a LAN host cannot grow the table
+		// without bound by spoofing senders.
+		aboutUs := (op == 1 && tpa == cfg.RouterAddr) || (op == 2 && [6]byte(eth.Dst()) == cfg.RouterMAC)
+		if aboutUs && binary.BigEndian.Uint32(arp[0:]) == 0x00010800 && arp[4] == 6 && arp[5] == 4 &&
+			spa&cfg.lanMask() == cfg.LANNet && spa != cfg.RouterAddr && spa != 0 && sha[0]&1 == 0 &&
+			c.e.neighbors.Load().Len() < MaxNeighbors {
 			if mac, ok := c.e.neighbors.Load().Lookup(spa); !ok || mac != sha {
 				c.e.SetNeighbor(spa, sha)
 				c.stats.arpLearn.Add(1)
@@ -260,9 +271,16 @@ func (c *Control) fromLAN(b []byte) {
 }
 
 // echoReplyLAN answers, in place, an ICMP echo request from the LAN to
-// the router's LAN address (b is an Ethernet frame the handler owns).
+// one of the router's addresses (b is an Ethernet frame the handler owns).
 func (c *Control) echoReplyLAN(b []byte) bool {
-	if !c.echoInPlace(b[hdr.EthernetLen:], c.e.cfg.RouterAddr) {
+	// The router answers on its LAN address and on the session address
+	// (a LAN host pinging the public address reaches the router).
+	ip := hdr.IPv4(b[hdr.EthernetLen:])
+	addr := c.e.cfg.RouterAddr
+	if s := c.e.Session(); s != nil && ip.IsValid() && ip.Dst() == s.LocalAddr {
+		addr = s.LocalAddr
+	}
+	if !c.echoInPlace(b[hdr.EthernetLen:], addr) {
 		return false
 	}
 	eth := hdr.Ethernet(b)

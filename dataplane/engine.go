@@ -2,9 +2,11 @@ package dataplane
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/nic"
@@ -43,6 +45,8 @@ type Engine struct {
 	started bool
 	errMu   sync.Mutex
 	err     error
+	pinErr  error
+	failed  chan struct{}
 }
 
 // New builds an engine; Start runs it.
@@ -50,7 +54,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, pollSeed: 0x9e3779b97f4a7c15}
+	e := &Engine{cfg: cfg, pollSeed: 0x9e3779b97f4a7c15, failed: make(chan struct{})}
 	e.ranges = nat.Partition(cfg.Workers, cfg.PortLo, cfg.PortHi)
 	e.cfg.NAT.Forwards = append([]nat.Forward(nil), cfg.NAT.Forwards...)
 	nat.AssignForwards(e.ranges, e.cfg.NAT.Forwards)
@@ -63,12 +67,15 @@ func New(cfg Config) (*Engine, error) {
 		e.downBucket = shaper.NewBucket(cfg.Down.Rate, cfg.Clock)
 	}
 	n := cfg.Workers
+	// Control, exception and injection links carry little; they still
+	// hold whole batches.
+	small := max(cfg.RingSize/4, 2*cfg.Batch)
 	e.steerLinks = make([]*Link, n)
 	e.excLinks = make([]*Link, n)
 	e.redirect = make([][]*Link, n)
 	for i := 0; i < n; i++ {
 		e.steerLinks[i] = NewLink(cfg.RingSize)
-		e.excLinks[i] = NewLink(cfg.RingSize / 4)
+		e.excLinks[i] = NewLink(small)
 		e.redirect[i] = make([]*Link, n)
 		for j := 0; j < n; j++ {
 			if i != j {
@@ -76,9 +83,9 @@ func New(cfg Config) (*Engine, error) {
 			}
 		}
 	}
-	e.ctlLink = NewLink(cfg.RingSize / 4)
-	e.inject = NewLink(cfg.RingSize / 4)
-	e.injectPool = NewPool(cfg.RingSize/4, cfg.RingSize/2)
+	e.ctlLink = NewLink(small)
+	e.inject = NewLink(small)
+	e.injectPool = NewPool(small, 2*small)
 	e.steer = newSteerer(e, &e.steerCounters)
 	e.steer.clock = monoClock{}.Now // steering cost is real time, whatever the shaper's clock
 	e.neighbors.Store(NewNeighbors(nil))
@@ -195,6 +202,19 @@ func (e *Engine) NextEvent() int64 {
 	return t
 }
 
+// Flush waits up to timeout for frames queued with Send to be handed to
+// the ports (call it before Stop, e.g. after the PPPoE client's last PADT).
+func (e *Engine) Flush(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for e.inject.Data.Len() > 0 {
+		if !e.started || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return true
+}
+
 // Stop stops every thread and waits for them.
 func (e *Engine) Stop() error {
 	e.stop.Store(true)
@@ -205,10 +225,37 @@ func (e *Engine) Stop() error {
 	return e.err
 }
 
+// pin pins the calling thread (locked by the caller) to the n-th allowed
+// CPU; a failure is kept for PinErr and the thread runs unpinned.
+func (e *Engine) pin(n int) {
+	if e.cfg.Pin == nil {
+		return
+	}
+	if err := e.cfg.Pin(n); err != nil {
+		e.errMu.Lock()
+		if e.pinErr == nil {
+			e.pinErr = fmt.Errorf("dataplane: pinning thread %d: %w (running unpinned)", n, err)
+		}
+		e.errMu.Unlock()
+	}
+}
+
+// PinErr returns the first pinning failure (nil if every thread pinned).
+func (e *Engine) PinErr() error {
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	return e.pinErr
+}
+
+// Failed is closed when the engine stops by itself on an error (Stop
+// returns it); a supervisor selects on it.
+func (e *Engine) Failed() <-chan struct{} { return e.failed }
+
 func (e *Engine) fail(err error) {
 	e.errMu.Lock()
 	if e.err == nil {
 		e.err = err
+		close(e.failed)
 	}
 	e.errMu.Unlock()
 	e.stop.Store(true)
@@ -218,12 +265,7 @@ func (e *Engine) runSteer() {
 	defer e.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if e.cfg.Pin != nil {
-		if err := e.cfg.Pin(e.cfg.Workers % runtime.NumCPU()); err != nil {
-			e.fail(err)
-			return
-		}
-	}
+	e.pin(e.cfg.Workers)
 	var cpu0 int64
 	if e.cfg.ThreadCPU != nil {
 		cpu0 = e.cfg.ThreadCPU()

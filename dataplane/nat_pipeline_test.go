@@ -129,3 +129,30 @@ func TestPortForwardPipeline(t *testing.T) {
 		t.Fatalf("reflection leaked %d frames to the WAN", n)
 	}
 }
+
+// NAT reflection needs two hand-overs when the LAN packet arrives
+// on the forward's worker j but its LAN endpoint is owned by worker k:
+// j -> k (endpoint owner, SNAT) -> j (forward owner, DNAT). Both hand-overs must happen.
+func TestHairpinTwoHandovers(t *testing.T) {
+	server := ip4(192, 168, 1, 100)
+	serverMAC := [6]byte{2, 0, 0, 0, 0, 0x64}
+	r := newRig(t, 2, func(cfg *Config) {
+		cfg.NAT.Forwards = []nat.Forward{{Proto: hdr.ProtoTCP, ExtPort: 443, LANAddr: server, LANPort: 8443}}
+	})
+	r.e.SetNeighbor(server, serverMAC)
+	fw := int(r.e.Owner()[443])
+	var sport uint16
+	for p := uint16(41000); ; p++ {
+		if nat.EndpointOwner(hdr.ProtoTCP, hostIP, p, 2) != fw {
+			sport = p
+			break
+		}
+	}
+	r.lan.Inject(fw, lanFrame(t, pkt{src: hostIP, dst: pubIP, sport: sport, dport: 443, proto: layers.IPProtocolTCP, syn: true}))
+	r.step()
+	r.step()
+	if hp := r.drainLAN(); len(hp) != 1 {
+		t.Fatalf("reflection arriving on the forward's worker %d, endpoint owned by %d: %d frames; drops %v",
+			fw, 1-fw, len(hp), r.e.Totals().DropMap())
+	}
+}

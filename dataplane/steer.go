@@ -167,9 +167,9 @@ func (s *steerer) pollQueue(q int) int {
 			return -1
 		}
 	}
-	if s.ctl.Data.Free() < s.minFree {
-		return -1
-	}
+	// The control link is not waited for: a slow control plane must not
+	// hold session data back. What does not fit there is dropped and
+	// counted (DropRingFull) by push.
 	n := s.pool.GetN(s.rx)
 	if n == 0 {
 		s.c.Drops[DropNoBuffer]++

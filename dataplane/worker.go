@@ -16,8 +16,9 @@ func sleepIdle() { time.Sleep(50 * time.Microsecond) }
 
 // Frame.Aux bits used on inter-worker links.
 const (
-	auxFromWAN    = 1
-	auxRedirected = 2
+	auxFromWAN     = 1
+	auxRedirected  = 2 // handed over once
+	auxRedirected2 = 4 // handed over twice (a hairpin's second hop)
 )
 
 // Worker is one pinned thread: it owns LAN RX/TX queue k, WAN TX queue k,
@@ -117,12 +118,7 @@ func (w *Worker) run() {
 	defer w.e.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if w.cfg.Pin != nil {
-		if err := w.cfg.Pin(w.id % runtime.NumCPU()); err != nil {
-			w.e.fail(err)
-			return
-		}
-	}
+	w.e.pin(w.id)
 	var cpu0 int64
 	if w.cfg.ThreadCPU != nil {
 		cpu0 = w.cfg.ThreadCPU()
@@ -150,6 +146,12 @@ func (w *Worker) run() {
 		if w.cfg.ThreadCPU != nil && iter&255 == 0 {
 			w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))
 		}
+	}
+	if w.id == 0 {
+		// What the control plane queued last (a PADT on shutdown) still
+		// goes out.
+		w.drainInject()
+		w.flush()
 	}
 	if w.cfg.ThreadCPU != nil {
 		w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))
@@ -205,7 +207,6 @@ func (w *Worker) step() int {
 			if f.Aux&auxFromWAN != 0 {
 				w.inbound(f, true)
 			} else {
-				f.Aux = auxRedirected
 				w.fromLAN(f)
 			}
 		}
@@ -335,24 +336,34 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.drop(f, DropNoSession)
 		return
 	}
-	if ip.TTL() <= 1 {
-		w.c.Drops[DropTTLExceeded]++
-		w.icmpToLAN(f, hdr.ICMPTimeExceeded, hdr.ICMPCodeTTLExceeded, 0)
-		return
-	}
 	mtu := s.MTU
 	if mtu <= 0 {
 		mtu = 1492
 	}
-	if ip.TotalLen() > mtu && ip.DF() {
-		w.c.Drops[DropTooBig]++
-		w.icmpToLAN(f, hdr.ICMPDestUnreach, hdr.ICMPCodeFragNeeded, uint16(mtu))
-		return
+	// To the public address: a hairpin or the router itself. Neither
+	// crosses the session, so neither is checked against its MTU, and the
+	// router's own traffic is received whatever its TTL (RFC 1812 5.3.1).
+	toPublic := dst == w.pubAddr
+	if !toPublic {
+		if ip.TTL() <= 1 {
+			w.c.Drops[DropTTLExceeded]++
+			w.icmpToLAN(f, hdr.ICMPTimeExceeded, hdr.ICMPCodeTTLExceeded, 0)
+			return
+		}
+		if ip.TotalLen() > mtu && ip.DF() {
+			w.c.Drops[DropTooBig]++
+			w.icmpToLAN(f, hdr.ICMPDestUnreach, hdr.ICMPCodeFragNeeded, uint16(mtu))
+			return
+		}
 	}
 	flow := flowHash(ip)
 	switch w.nat.Outbound(ip, w.now) {
 	case nat.Pass:
 	case nat.Hairpin:
+		if ip.TTL() <= 1 { // already translated: no ICMP quoting it
+			w.drop(f, DropTTLExceeded)
+			return
+		}
 		ip.DecTTL()
 		w.toLAN(f, ip.Dst(), src)
 		return
@@ -361,7 +372,10 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.icmpToLAN(f, hdr.ICMPDestUnreach, hdr.ICMPCodeAdminProhib, 0)
 		return
 	case nat.Redirect:
-		if f.Aux&auxRedirected != 0 {
+		// A frame is handed over at most twice: to the worker owning its
+		// LAN endpoint, and for a hairpin (now from the public address)
+		// on to the worker owning the external port it is sent to.
+		if f.Aux&auxRedirected2 != 0 || (f.Aux&auxRedirected != 0 && !toPublic) {
 			w.drop(f, DropNAT)
 			return
 		}
@@ -405,6 +419,10 @@ func (w *Worker) fragment(f *nic.Frame, mtu int, flow, host uint32) {
 		return
 	}
 	// Build the later fragments first: they copy from f before f is cut.
+	if (len(payload)+chunk-1)/chunk > maxFragments+1 {
+		w.drop(f, DropTooBig) // an MTU this small is not worth fragmenting for
+		return
+	}
 	var rest [maxFragments]*nic.Frame
 	n := 0
 	for off := chunk; off < len(payload); off += chunk {
@@ -546,7 +564,10 @@ func (w *Worker) redirect(f *nic.Frame, to int, fromWAN bool) {
 		w.drop(f, DropNAT)
 		return
 	}
-	f.Aux = auxRedirected
+	if f.Aux&auxRedirected != 0 {
+		f.Aux |= auxRedirected2
+	}
+	f.Aux |= auxRedirected
 	if fromWAN {
 		f.Aux |= auxFromWAN
 	}
@@ -601,6 +622,12 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 		return
 	}
 	if ip.TTL() <= 1 {
+		// The router's own traffic is received whatever its TTL (RFC 1812
+		// 5.3.1): an echo request to the session address is answered.
+		if ic := hdr.ICMP(ip[hdr.IPv4MinLen:]); ip.Protocol() == hdr.ProtoICMP && ic.IsValid() && ic.Type() == hdr.ICMPEcho {
+			w.toException(f, FromWANIP)
+			return
+		}
 		w.c.Drops[DropTTLExceeded]++
 		w.icmpToWAN(f, hdr.ICMPTimeExceeded, hdr.ICMPCodeTTLExceeded)
 		return
@@ -739,12 +766,16 @@ func (w *Worker) drainInject() int {
 	l := w.e.inject
 	n := l.Data.Pop(w.tmp)
 	for i, f := range w.tmp[:n] {
+		var k int
 		if Dir(f.Aux) == ToLAN {
-			k, _ := w.cfg.LAN.Send(w.id, w.tmp[i:i+1])
+			k, _ = w.cfg.LAN.Send(w.id, w.tmp[i:i+1])
 			w.c.TxLAN += uint64(k)
 		} else {
-			k, _ := w.cfg.WAN.Send(w.id, w.tmp[i:i+1])
+			k, _ = w.cfg.WAN.Send(w.id, w.tmp[i:i+1])
 			w.c.TxWAN += uint64(k)
+		}
+		if k == 0 {
+			w.c.Drops[DropTxFull]++
 		}
 	}
 	// Return the same frames (now empty) to the control plane's pool.

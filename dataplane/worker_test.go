@@ -412,3 +412,22 @@ func TestVLANSession(t *testing.T) {
 		t.Fatalf("frame on VLAN 8 delivered (%d) or not counted: %v", n, r.e.Totals().DropMap())
 	}
 }
+
+// RFC 1812 5.3.1: a datagram addressed to the router itself must
+// be received whatever its TTL. A WAN ping to the public address that
+// arrives with TTL 1 (the last probe of a traceroute to the router) is
+// answered, not met with Time Exceeded.
+func TestTTL1ToRouterIsAnswered(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, proto: layers.IPProtocolICMPv4, icmpType: 8, icmpID: 99, ttl: 1, payload: 8}))
+	r.step()
+	for _, b := range r.drainWAN() {
+		ipb := pppoePayload(t, b)
+		if ipb[9] == 1 && ipb[20] == 11 {
+			t.Fatalf("router answered Time Exceeded to a TTL-1 ping addressed to itself")
+		}
+	}
+	if c := r.e.Totals(); c.Exception != 1 {
+		t.Fatalf("echo request not handed to the control plane: exceptions %d drops %v", c.Exception, c.DropMap())
+	}
+}

@@ -2,9 +2,10 @@ package nic
 
 import "time"
 
-// Port is a multi-queue packet port. Each queue is used by exactly one
-// goroutine (one pinned worker), so implementations need no locks between
-// queues; calls on the same queue must not run concurrently.
+// Port is a multi-queue packet port. Implementations need no locks
+// between queues: two Recv calls on the same queue must not run
+// concurrently, nor two Send calls; a Recv and a Send on the same queue
+// may (a steering thread receives while the queue's worker sends).
 //
 // Buffers are caller-owned, in the style of wireguard-go's tun.Device: Recv
 // fills the caller's frames, Send reads them. A backend may copy, or may swap

@@ -83,11 +83,16 @@ func (s *Session) Decap(f *nic.Frame) DecapResult {
 			return DecapBadFrame
 		}
 		v := hdr.VLAN(b[o:])
-		if s.VLAN != 0 && v.ID() != s.VLAN {
-			return DecapWrongSession
+		if v.ID() != s.VLAN { // tagged, but not with our VLAN (or we use none)
+			if t := v.Type(); t == hdr.EtherTypePPPoESess || t == hdr.EtherTypePPPoEDisc {
+				return DecapWrongSession
+			}
+			return DecapNotPPPoE
 		}
 		et = v.Type()
 		o += hdr.VLANLen
+	} else if s.VLAN != 0 && (et == hdr.EtherTypePPPoESess || et == hdr.EtherTypePPPoEDisc) {
+		return DecapWrongSession // untagged, but the session runs on a VLAN
 	}
 	switch et {
 	case hdr.EtherTypePPPoESess:

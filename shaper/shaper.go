@@ -186,6 +186,11 @@ func (s *FQCoDel[T]) Enqueue(p T, flowHash, hostHash uint32) {
 func (s *FQCoDel[T]) EnqueueAt(p T, flowHash, hostHash uint32, now int64) {
 	if s.free == nilIdx {
 		s.dropFattest(DropOverlimit)
+		if s.free == nilIdx { // nothing queued had a size: refuse p
+			s.ops.Drop(p)
+			s.stats.Dropped++
+			return
+		}
 	}
 	size := s.ops.Len(p)
 	idx := s.free
@@ -305,7 +310,9 @@ func (s *FQCoDel[T]) dropFattest(why DropReason) {
 	f := &s.flows[best]
 	threshold := max >> 1
 	var dropped int64
-	for i := 0; i < s.cfg.DropBatch && dropped < threshold; i++ {
+	// At least one packet, as Linux's fq_codel_drop does (a do/while): the
+	// caller needs a free slot even when the fattest backlog is tiny.
+	for i := 0; i == 0 || i < s.cfg.DropBatch && dropped < threshold; i++ {
 		idx := s.popHead(f)
 		if idx == nilIdx {
 			break

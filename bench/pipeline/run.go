@@ -89,7 +89,7 @@ func Run(o Options) (*Result, error) {
 	}
 	cfg.NAT.Capacity = 4*o.Flows + 1024
 	if o.Pin {
-		cfg.Pin = pin.Pin
+		cfg.Pin = pin.PinNth
 	}
 	e, err := dataplane.New(cfg)
 	if err != nil {

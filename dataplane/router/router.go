@@ -87,7 +87,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		Workers: cfg.Workers, LAN: r.lan, WAN: r.wan,
 		RouterMAC: r.lanMAC, RouterAddr: cfg.RouterAddr(), LANNet: cfg.LANNet(), LANBits: cfg.LANAddr.Bits(),
 		PortLo: cfg.PortLo, PortHi: cfg.PortHi, NAT: cfg.NAT, Up: cfg.Up, Down: cfg.Down,
-		Pin: pin.Pin, ThreadCPU: threadCPU,
+		Pin: pin.PinNth, ThreadCPU: threadCPU,
 	}
 	if r.e, err = dataplane.New(dc); err != nil {
 		r.Close()
@@ -138,7 +138,24 @@ func (r *Router) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.statsLoop(ctlCtx) }()
 	}
-	err := r.cli.Run(ctx) // returns after Terminate/PADT when ctx is done
+	// The client ends with LCP Terminate + PADT when ctx is done, or when
+	// the engine stops by itself on an error.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.e.Failed():
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	if perr := r.e.PinErr(); perr != nil {
+		r.logf("pppfwd: %v", perr)
+	}
+	err := r.cli.Run(cctx)
+	if !r.e.Flush(time.Second) { // the PADT is queued: let worker 0 send it
+		r.logf("pppfwd: control frames still queued at shutdown")
+	}
 	stopCtl()
 	wg.Wait()
 	if serr := r.e.Stop(); serr != nil && err == nil {

@@ -62,6 +62,19 @@ func (p *Port) Send(q int, frames []*nic.Frame) (int, error) {
 	return p.qs[q].send(frames), nil
 }
 
+// Flush kicks queue q's TX ring again, for frames a previous kick left
+// queued (nic.Flusher: workers call it when they go idle).
+func (p *Port) Flush(q int) error {
+	if uint(q) >= uint(len(p.qs)) {
+		return ErrQueue
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	p.qs[q].flush()
+	return nil
+}
+
 // Drops returns how many frames were dropped (or events seen) for reason,
 // summed over the queues.
 func (p *Port) Drops(reason DropReason) uint64 {

@@ -22,3 +22,17 @@ func Pin(cpu int) error {
 	}
 	return pin(cpu)
 }
+
+// PinNth pins the calling thread to the n-th CPU (modulo their count) of
+// the set the process may run on (its affinity mask, e.g. from taskset or
+// a cgroup cpuset), not to CPU n itself.
+func PinNth(n int) error {
+	a := Allowed()
+	if len(a) == 0 {
+		return Pin(n)
+	}
+	if n < 0 {
+		n = -n
+	}
+	return Pin(a[n%len(a)])
+}
