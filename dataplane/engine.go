@@ -44,9 +44,7 @@ type Engine struct {
 	wg      sync.WaitGroup
 	started bool
 	errMu   sync.Mutex
-	err     error
 	pinErr  error
-	failed  chan struct{}
 }
 
 // New builds an engine; Start runs it.
@@ -54,7 +52,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, pollSeed: 0x9e3779b97f4a7c15, failed: make(chan struct{})}
+	e := &Engine{cfg: cfg, pollSeed: 0x9e3779b97f4a7c15}
 	e.ranges = nat.Partition(cfg.Workers, cfg.PortLo, cfg.PortHi)
 	e.cfg.NAT.Forwards = append([]nat.Forward(nil), cfg.NAT.Forwards...)
 	nat.AssignForwards(e.ranges, e.cfg.NAT.Forwards)
@@ -215,14 +213,13 @@ func (e *Engine) Flush(timeout time.Duration) bool {
 	return true
 }
 
-// Stop stops every thread and waits for them.
+// Stop stops every thread and waits for them. The error is for backends
+// that fail on the way out; pinning failures are in PinErr.
 func (e *Engine) Stop() error {
 	e.stop.Store(true)
 	e.wg.Wait()
 	e.started = false
-	e.errMu.Lock()
-	defer e.errMu.Unlock()
-	return e.err
+	return nil
 }
 
 // pin pins the calling thread (locked by the caller) to the n-th allowed
@@ -245,20 +242,6 @@ func (e *Engine) PinErr() error {
 	e.errMu.Lock()
 	defer e.errMu.Unlock()
 	return e.pinErr
-}
-
-// Failed is closed when the engine stops by itself on an error (Stop
-// returns it); a supervisor selects on it.
-func (e *Engine) Failed() <-chan struct{} { return e.failed }
-
-func (e *Engine) fail(err error) {
-	e.errMu.Lock()
-	if e.err == nil {
-		e.err = err
-		close(e.failed)
-	}
-	e.errMu.Unlock()
-	e.stop.Store(true)
 }
 
 func (e *Engine) runSteer() {

@@ -138,21 +138,11 @@ func (r *Router) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.statsLoop(ctlCtx) }()
 	}
-	// The client ends with LCP Terminate + PADT when ctx is done, or when
-	// the engine stops by itself on an error.
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-r.e.Failed():
-			cancel()
-		case <-cctx.Done():
-		}
-	}()
+	// The client ends with LCP Terminate + PADT when ctx is done.
 	if perr := r.e.PinErr(); perr != nil {
 		r.logf("pppfwd: %v", perr)
 	}
-	err := r.cli.Run(cctx)
+	err := r.cli.Run(ctx)
 	if !r.e.Flush(time.Second) { // the PADT is queued: let worker 0 send it
 		r.logf("pppfwd: control frames still queued at shutdown")
 	}
