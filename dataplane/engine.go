@@ -42,6 +42,7 @@ type Engine struct {
 
 	stop    atomic.Bool
 	wg      sync.WaitGroup
+	ready   sync.WaitGroup
 	started bool
 	errMu   sync.Mutex
 	pinErr  error
@@ -151,12 +152,18 @@ func (e *Engine) Start() {
 	e.stop.Store(false)
 	for _, w := range e.workers {
 		e.wg.Add(1)
+		e.ready.Add(1)
 		go w.run()
 	}
 	if e.cfg.Steer == SteerThread {
 		e.wg.Add(1)
+		e.ready.Add(1)
 		go e.runSteer()
 	}
+	// Return once every thread is locked, pinned and about to loop: what
+	// setting up a thread costs (and allocates) happens before Start
+	// returns, not inside a measurement that begins after it.
+	e.ready.Wait()
 }
 
 // Poll runs one iteration of every worker (and the steering) on the
@@ -253,6 +260,7 @@ func (e *Engine) runSteer() {
 	if e.cfg.ThreadCPU != nil {
 		cpu0 = e.cfg.ThreadCPU()
 	}
+	e.ready.Done()
 	idle := 0
 	for !e.stop.Load() {
 		if e.steer.poll() == 0 {

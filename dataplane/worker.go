@@ -126,6 +126,7 @@ func (w *Worker) run() {
 	idle := 0
 	lanF, _ := w.cfg.LAN.(nic.Flusher)
 	wanF, _ := w.cfg.WAN.(nic.Flusher)
+	w.e.ready.Done()
 	for iter := uint(0); !w.e.stop.Load(); iter++ {
 		if w.step() == 0 {
 			if idle == 0 {
