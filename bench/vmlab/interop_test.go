@@ -200,23 +200,7 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 		},
 		Logf: t.Logf,
 	}, conn, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- client.Run(ctx) }()
-	var stopOnce sync.Once
-	stop := func() error {
-		var err error
-		stopOnce.Do(func() {
-			cancel()
-			select {
-			case err = <-runErr:
-			case <-time.After(10 * time.Second):
-				err = errors.New("client Run did not return 10 s after cancel")
-			}
-		})
-		return err
-	}
-	t.Cleanup(func() { _ = stop() })
+	stop := runUntilStopped(t, "client", client.Run)
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := vm.Run("tail -n 80 /var/log/pppd.log; grep -i pppoe /var/log/messages | tail -n 20; " +
@@ -492,23 +476,7 @@ func testRealClient(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppo
 		},
 		Logf: t.Logf,
 	}, conn)
-	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- srv.Run(ctx) }()
-	var stopOnce sync.Once
-	stop := func() error {
-		var err error
-		stopOnce.Do(func() {
-			cancel()
-			select {
-			case err = <-runErr:
-			case <-time.After(10 * time.Second):
-				err = errors.New("server Run did not return 10 s after cancel")
-			}
-		})
-		return err
-	}
-	t.Cleanup(func() { _ = stop() })
+	stop := runUntilStopped(t, "server", srv.Run)
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := vm.Run("tail -n 80 /var/log/pppc.log")
@@ -697,4 +665,28 @@ func testRealClient(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppo
 		out, _ := vm.Run("tail -n 5 /var/log/pppc.log")
 		t.Errorf("pppd still running 15 s after the AC shut down:\n%s", out)
 	}
+}
+
+// runUntilStopped runs run in a goroutine and returns the function that
+// cancels it and waits (10 s at most) for it to return; the test's
+// cleanup calls it too. Calling it twice is harmless.
+func runUntilStopped(t *testing.T, what string, run func(context.Context) error) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- run(ctx) }()
+	var stopOnce sync.Once
+	var err error
+	stop := func() error {
+		stopOnce.Do(func() {
+			cancel()
+			select {
+			case err = <-runErr:
+			case <-time.After(10 * time.Second):
+				err = fmt.Errorf("%s Run did not return 10 s after cancel", what)
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
 }
