@@ -103,14 +103,23 @@ func TestStaleNames(t *testing.T) {
 func TestIntegrationRemoveStale(t *testing.T) {
 	RequireRoot(t)
 	RequireCmd(t, "ip")
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
+	// A dead pid whose lab name reads one way only: a name like
+	// pf4x6x1 could also be pid 4's, and a name is kept while any of its
+	// pids runs.
+	var stale string
+	for try := 0; try < 100 && stale == ""; try++ {
+		dead := exec.Command("true")
+		if err := dead.Run(); err != nil {
+			t.Fatal(err)
+		}
+		n := labPrefix(dead.Process.Pid, 1) + "-stale"
+		if len(parseLabPrefix(n)) == 1 && !pidRunning(dead.Process.Pid) {
+			stale = n
+		}
 	}
-	if pidRunning(dead.Process.Pid) {
-		t.Skipf("pid %d reused already", dead.Process.Pid)
+	if stale == "" {
+		t.Skip("no dead pid with an unambiguous lab name found")
 	}
-	stale := labPrefix(dead.Process.Pid, 1) + "-stale"
 	keep := []string{labPrefix(1, 1) + "-stalekeep" + strconv.Itoa(os.Getpid()), labPrefix(os.Getpid(), 1<<30) + "-stalekeep"}
 	for _, n := range append([]string{stale}, keep...) {
 		if _, err := run(nil, "ip", "netns", "add", n); err != nil {
