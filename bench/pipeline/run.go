@@ -25,6 +25,7 @@ type Options struct {
 	Shape shaper.Spec
 	Pin   bool // pin workers to CPUs
 	Steer dataplane.SteerMode
+	Batch int // frames per batch (0: the engine's default, 64)
 }
 
 // WorkerResult is one worker's share.
@@ -43,6 +44,7 @@ type Result struct {
 	Workers       int               `json:"workers"`
 	Flows         int               `json:"flows"`
 	Size          string            `json:"size"`
+	Batch         int               `json:"batch"`
 	Shaper        bool              `json:"shaper"`
 	Seconds       float64           `json:"seconds"`
 	Packets       uint64            `json:"packets"`
@@ -83,7 +85,7 @@ func Run(o Options) (*Result, error) {
 	lan := memport.New("lan", o.Workers, 4096)
 	wan := memport.New("wan", o.Workers, 4096)
 	cfg := dataplane.Config{
-		Workers: o.Workers, LAN: lan, WAN: wan,
+		Workers: o.Workers, Batch: o.Batch, LAN: lan, WAN: wan,
 		RouterMAC: RouterMAC, RouterAddr: RouterAddr, LANNet: LANNet, LANBits: LANBits,
 		Up: o.Shape, Down: o.Shape, ThreadCPU: threadCPU, Steer: o.Steer,
 	}
@@ -136,7 +138,7 @@ func Run(o Options) (*Result, error) {
 	wall := time.Since(t0)
 	after := e.Totals()
 
-	res := &Result{Bench: "pipeline", Workers: o.Workers, Flows: o.Flows, Size: o.Size, Shaper: o.Shape.Rate != 0,
+	res := &Result{Bench: "pipeline", Workers: o.Workers, Flows: o.Flows, Size: o.Size, Batch: cfg.Batch, Shaper: o.Shape.Rate != 0,
 		Seconds: wall.Seconds(), Drops: map[string]uint64{}}
 	res.LANToWAN = after.TxWAN - before.TxWAN
 	res.WANToLAN = after.TxLAN - before.TxLAN

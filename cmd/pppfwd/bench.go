@@ -55,6 +55,7 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	shape := fs.String("shape", "bandwidth 100gbit", "shaper of each direction in tc-cake words (e.g. \"bandwidth 900mbit pppoe-ptm\"), or off")
 	pinCPU := fs.Bool("pin", true, "pin workers to CPUs")
 	steer := fs.String("steer", "inline", "where WAN steering runs: inline (on worker 0) or thread")
+	batch := fs.Int("batch", 64, "frames per batch (ports, rings, stages)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	prof := fs.String("cpuprofile", "", "write a pprof CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
@@ -68,7 +69,7 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
-	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU}
+	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU, Batch: *batch}
 	if *shape != "off" {
 		sp, err := shaper.ParseSpec(*shape)
 		if err != nil {
