@@ -167,7 +167,7 @@ func (c *Control) handle(j *slowpath.Job) {
 		}
 		c.stats.ignored.Add(1)
 	case FromWANIP:
-		if !c.echoReply(&j.Frame, false) {
+		if !c.echoReplyWAN(&j.Frame) {
 			c.stats.ignored.Add(1)
 		}
 	}
@@ -288,10 +288,10 @@ func (c *Control) echoReplyLAN(b []byte) bool {
 	return c.sent(c.e.Send(ToLAN, b[:hdr.EthernetLen+hdr.IPv4(b[hdr.EthernetLen:]).TotalLen()]))
 }
 
-// echoReply answers an ICMP echo request that came over the session to
+// echoReplyWAN answers an ICMP echo request that came over the session to
 // the session address; f holds the IPv4 packet and has headroom for the
 // PPPoE encapsulation.
-func (c *Control) echoReply(f *nic.Frame, _ bool) bool {
+func (c *Control) echoReplyWAN(f *nic.Frame) bool {
 	s := c.e.Session()
 	if s == nil || !c.echoInPlace(f.Data(), s.LocalAddr) {
 		return false
