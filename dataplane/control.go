@@ -217,7 +217,7 @@ func (c *Control) fromLAN(b []byte) {
 	}
 	cfg := &c.e.cfg
 	eth := hdr.Ethernet(b)
-	if eth.Type() == hdr.EtherTypeARP && len(b) >= hdr.EthernetLen+28 {
+	if eth.Type() == hdr.EtherTypeARP && len(b) >= hdr.ARPLen {
 		arp := b[hdr.EthernetLen:]
 		op := binary.BigEndian.Uint16(arp[6:])
 		sha := [6]byte(arp[8:14])
@@ -238,16 +238,8 @@ func (c *Control) fromLAN(b []byte) {
 		}
 		if c.cfg.Host == nil {
 			if op == 1 && tpa == cfg.RouterAddr {
-				r := b[:42] // answer in place (b is the job's copy)
-				copy(r[0:6], sha[:])
-				copy(r[6:12], cfg.RouterMAC[:])
-				ra := r[hdr.EthernetLen:]
-				binary.BigEndian.PutUint16(ra[6:], 2)
-				copy(ra[8:14], cfg.RouterMAC[:])
-				binary.BigEndian.PutUint32(ra[14:], cfg.RouterAddr)
-				copy(ra[18:24], sha[:])
-				binary.BigEndian.PutUint32(ra[24:], spa)
-				if c.e.Send(ToLAN, r) == nil {
+				// Answer in place: b is the job's copy.
+				if c.e.Send(ToLAN, hdr.ARPReplyInPlace(b, cfg.RouterMAC, cfg.RouterAddr)) == nil {
 					c.stats.arpRep.Add(1)
 				}
 			}

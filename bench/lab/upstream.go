@@ -156,7 +156,7 @@ func (l *Lab) fromKernel(b []byte) {
 			_ = l.AC.SendIPv4(b[hdr.EthernetLen:])
 		}
 	case hdr.EtherTypeARP:
-		if len(b) < hdr.EthernetLen+28 {
+		if len(b) < hdr.ARPLen {
 			return
 		}
 		a := b[hdr.EthernetLen:]
@@ -164,17 +164,8 @@ func (l *Lab) fromKernel(b []byte) {
 		if binary.BigEndian.Uint16(a[6:]) != 1 || tpa < u32(PoolFirst) || tpa > u32(PoolLast) {
 			return
 		}
-		r := make([]byte, 42)
-		copy(r, b[:42])
-		copy(r[0:6], a[8:14])
-		copy(r[6:12], acMAC[:])
-		ra := r[hdr.EthernetLen:]
-		binary.BigEndian.PutUint16(ra[6:], 2)
-		copy(ra[8:14], acMAC[:])
-		binary.BigEndian.PutUint32(ra[14:], tpa)
-		copy(ra[18:28], a[8:18]) // target = the asker (MAC + IP)
 		out := nic.NewFrames(1)
-		out[0].SetData(r)
+		out[0].SetData(hdr.ARPReplyInPlace(b, acMAC, tpa)) // proxy ARP for the pool
 		_, _ = l.up.Send(0, out)
 	}
 }

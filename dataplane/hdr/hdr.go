@@ -409,3 +409,24 @@ func (b ICMP) IsError() bool {
 
 // Inner returns the embedded IP datagram of an error message.
 func (b ICMP) Inner() []byte { return b[ICMPLen:] }
+
+// ARPLen is an Ethernet ARP request or reply for IPv4, without padding.
+const ARPLen = EthernetLen + 28
+
+// ARPReplyInPlace turns the ARP request frame b (at least ARPLen bytes,
+// checked by the caller) into the reply that mac has ip, addressed to the
+// asker, and returns the reply's ARPLen bytes.
+func ARPReplyInPlace(b []byte, mac [6]byte, ip uint32) []byte {
+	r := b[:ARPLen]
+	a := r[EthernetLen:]
+	var sha [6]byte
+	copy(sha[:], a[8:14])
+	spa := binary.BigEndian.Uint32(a[14:])
+	Ethernet(r).SetAddrs(sha, mac)
+	binary.BigEndian.PutUint16(a[6:], 2) // reply
+	copy(a[8:14], mac[:])
+	binary.BigEndian.PutUint32(a[14:], ip)
+	copy(a[18:24], sha[:])
+	binary.BigEndian.PutUint32(a[24:], spa)
+	return r
+}

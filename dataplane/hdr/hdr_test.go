@@ -204,3 +204,25 @@ func TestFoldMatchesLoop(t *testing.T) {
 		}
 	}
 }
+
+func TestARPReplyInPlace(t *testing.T) {
+	asker := [6]byte{2, 0, 0, 0, 0, 9}
+	req := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(req, gopacket.SerializeOptions{},
+		&layers.Ethernet{SrcMAC: asker[:], DstMAC: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, EthernetType: layers.EthernetTypeARP},
+		&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+			Operation: layers.ARPRequest, SourceHwAddress: asker[:], SourceProtAddress: []byte{192, 168, 1, 2},
+			DstHwAddress: make([]byte, 6), DstProtAddress: []byte{192, 168, 1, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	mac := [6]byte{2, 0, 0, 0, 0, 1}
+	r := ARPReplyInPlace(append([]byte(nil), req.Bytes()...), mac, 0xc0a80101)
+	p := gopacket.NewPacket(r, layers.LayerTypeEthernet, gopacket.Default)
+	eth := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
+	arp, _ := p.Layer(layers.LayerTypeARP).(*layers.ARP)
+	if arp == nil || arp.Operation != layers.ARPReply || [6]byte(eth.DstMAC) != asker || [6]byte(eth.SrcMAC) != mac ||
+		[6]byte(arp.SourceHwAddress) != mac || binary.BigEndian.Uint32(arp.SourceProtAddress) != 0xc0a80101 ||
+		[6]byte(arp.DstHwAddress) != asker || binary.BigEndian.Uint32(arp.DstProtAddress) != 0xc0a80102 {
+		t.Fatalf("reply %v", p)
+	}
+}
