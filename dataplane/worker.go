@@ -138,11 +138,13 @@ func (w *Worker) run() {
 					_ = wanF.Flush(w.id)
 				}
 			}
-			idle = backoff(idle)
+			idle = Backoff(idle)
 		} else {
 			idle = 0
 		}
-		w.pub.publish(&w.c)
+		if publishDue(iter, idle) {
+			w.pub.publish(&w.c)
+		}
 		// The thread CPU clock is a system call: read it now and then.
 		if w.cfg.ThreadCPU != nil && iter&255 == 0 {
 			w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))

@@ -71,6 +71,10 @@ type Options struct {
 	NoPin bool
 	// SkipKernel skips the kernel baseline.
 	SkipKernel bool
+	// Floor adds a third measurement to every round: the NullForwarder
+	// on the same backend, ports, pinning and frames (addressed so that
+	// they need no rewriting), pppfwd's I/O floor on this topology.
+	Floor bool
 	// Rounds alternates the kernel and the pppfwd measurement this many
 	// times (2) and reports the best round of each: on a shared machine
 	// other work only ever slows a run down.
@@ -111,6 +115,10 @@ type Side struct {
 	// FwdCPUBusy is the forwarder CPUs' busy share during the window
 	// (from /proc/stat: includes other processes on a shared machine).
 	FwdCPUBusy float64 `json:"fwd_cpu_busy"`
+	// FwdCPUNsPerPkt is the forwarder CPUs' busy time per delivered
+	// frame. For the kernel it is the cost of forwarding; pppfwd's
+	// threads busy-poll, so for them it includes the polling.
+	FwdCPUNsPerPkt float64 `json:"fwd_cpu_ns_per_pkt"`
 	// Rate is the offered rate per direction (0: as fast as the generator
 	// goes). Bound says what limited the run: "offered" (loss within the
 	// tolerance: the forwarder delivered what the generator offered, so
@@ -160,6 +168,13 @@ type Result struct {
 	PerWorker      []pipeline.WorkerResult `json:"per_worker"`
 	Drops          map[string]uint64       `json:"drops"`
 	PortDrops      map[string]uint64       `json:"port_drops"`
+	// Floor (Options.Floor) is the null forwarder's measurement:
+	// FloorRatio is its figure over the kernel's, FloorPerWorker its
+	// threads' figures (CPU time per frame is the backend's I/O cost).
+	FloorPPS       float64                 `json:"floor_pps,omitempty"`
+	FloorRatio     float64                 `json:"floor_ratio,omitempty"`
+	Floor          *Side                   `json:"floor,omitempty"`
+	FloorPerWorker []pipeline.WorkerResult `json:"floor_per_worker,omitempty"`
 	Fairness       string                  `json:"fairness"`
 	// Rounds lists each round's figures (the best of each side is
 	// reported above).
@@ -172,6 +187,8 @@ type Round struct {
 	KernelGenShare float64 `json:"kernel_gen_cpu_share"`
 	PPPFWDPPS      float64 `json:"pppfwd_pps"`
 	PPPFWDGenShare float64 `json:"pppfwd_gen_cpu_share"`
+	FloorPPS       float64 `json:"floor_pps,omitempty"`
+	FloorGenShare  float64 `json:"floor_gen_cpu_share,omitempty"`
 }
 
 func (o *Options) defaults() {

@@ -386,7 +386,7 @@ func checkPipeline(t *testing.T, fw *Forwarder, a, b nic.Port, flows []Flow) {
 			t.Fatal(err)
 		}
 	}
-	down, err := Prime(a, b, up, flows, CheckUpPPPoE(flows), 5*time.Second, 0)
+	down, err := Prime(a, b, up, flows, CheckUpPPPoE(flows), CheckDown(flows), 5*time.Second, 0)
 	if err != nil {
 		t.Fatalf("priming: %v (engine drops %v)", err, fw.Engine.Totals().DropMap())
 	}
@@ -560,7 +560,7 @@ func TestPrimeRetries(t *testing.T) {
 		a, b := memport.New("a", 1, 512), memport.New("b", 1, 512)
 		memport.Pair(a, b)
 		la := &lossyPort{Port: a, dropID: 150}
-		_, err := Prime(la, b, up, flows, anyUp, 50*time.Millisecond, retries)
+		_, err := Prime(la, b, up, flows, anyUp, CheckDown(flows), 50*time.Millisecond, retries)
 		if !la.dropped {
 			t.Fatal("nothing was dropped")
 		}

@@ -87,6 +87,26 @@ func openPort(backend, ifname string, workers int, mode afxdp.Mode) (nic.Port, s
 	return nil, "", fmt.Errorf("iobench: backend %q: want afpacket or afxdp", backend)
 }
 
+// openPorts opens c.Backend's LAN port on RA and WAN port on RB inside R.
+func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, xdpMode string, err error) {
+	ln := t.Line
+	err = ln.R.Do(func() error {
+		var err error
+		if lan, xdpMode, err = openPort(c.Backend, ln.RA, c.Workers, c.XDPMode); err != nil {
+			return err
+		}
+		if wan, _, err = openPort(c.Backend, ln.RB, c.Workers, c.XDPMode); err != nil {
+			lan.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("iobench: %s ports in R: %w", c.Backend, err)
+	}
+	return lan, wan, xdpMode, nil
+}
+
 // StartForwarder opens pppfwd's LAN port on RA and WAN port on RB inside
 // R, starts an engine with the synthetic PPPoE session and a control
 // goroutine that drains (and counts) exception frames.
@@ -94,30 +114,31 @@ func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
 	if c.Workers <= 0 {
 		c.Workers = 1
 	}
-	ln := t.Line
-	f := &Forwarder{}
-	err := ln.R.Do(func() error {
-		var err error
-		if f.LAN, f.XDPMode, err = openPort(c.Backend, ln.RA, c.Workers, c.XDPMode); err != nil {
-			return err
-		}
-		if f.WAN, _, err = openPort(c.Backend, ln.RB, c.Workers, c.XDPMode); err != nil {
-			f.LAN.Close()
-			return err
-		}
-		return nil
-	})
+	lan, wan, mode, err := t.openPorts(c)
 	if err != nil {
-		return nil, fmt.Errorf("iobench: %s ports in R: %w", c.Backend, err)
-	}
-	fw, err := StartEngine(f.LAN, f.WAN, c)
-	if err != nil {
-		f.LAN.Close()
-		f.WAN.Close()
 		return nil, err
 	}
-	fw.XDPMode = f.XDPMode
+	fw, err := StartEngine(lan, wan, c)
+	if err != nil {
+		lan.Close()
+		wan.Close()
+		return nil, err
+	}
+	fw.XDPMode = mode
 	return fw, nil
+}
+
+// StartNull opens the same ports as StartForwarder and starts a
+// NullForwarder over them, its threads pinned to c.CPUs.
+func (t *Topo) StartNull(c FwdConfig) (*NullForwarder, error) {
+	if c.Workers <= 0 {
+		c.Workers = 1
+	}
+	lan, wan, _, err := t.openPorts(c)
+	if err != nil {
+		return nil, err
+	}
+	return StartNull(lan, wan, c.CPUs), nil
 }
 
 // SetupKernel configures R for the kernel baseline on a Routed line: the
@@ -292,6 +313,9 @@ func Run(o Options) (*Result, error) {
 		s := side(c, len(up[0]), len(down[0]))
 		if t1 > t0 {
 			s.FwdCPUBusy = float64(b1-b0) / float64(t1-t0)
+			if s.PPS > 0 {
+				s.FwdCPUNsPerPkt = s.FwdCPUBusy * float64(len(fwdCPUs)) * 1e9 / s.PPS
+			}
 		}
 		s.Rate = rate
 		return &s, nil
@@ -314,7 +338,7 @@ func Run(o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		down, err := Prime(topo.A, topo.B, up, flows, CheckUpMasq(flows, pub), time.Second, 3)
+		down, err := Prime(topo.A, topo.B, up, flows, CheckUpMasq(flows, pub), CheckDown(flows), time.Second, 3)
 		if err != nil {
 			return nil, fmt.Errorf("kernel baseline: priming: %w", err)
 		}
@@ -348,7 +372,7 @@ func Run(o Options) (*Result, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		down, err := Prime(topo.A, topo.B, up, flows, CheckUpPPPoE(flows), time.Second, 3)
+		down, err := Prime(topo.A, topo.B, up, flows, CheckUpPPPoE(flows), CheckDown(flows), time.Second, 3)
 		if err != nil {
 			return nil, nil, fmt.Errorf("pppfwd: priming: %w (drops %v)", err, fw.Engine.Totals().DropMap())
 		}
@@ -408,6 +432,48 @@ func Run(o Options) (*Result, error) {
 		return s, ef, nil
 	}
 
+	// floorRound measures the NullForwarder on the same ports: uplink
+	// frames addressed to the AC's MAC and downlink frames to the hosts'
+	// MACs, so the sinks' classifiers take them unchanged.
+	floorRound := func() (*Side, []pipeline.WorkerResult, error) {
+		nf, err := topo.StartNull(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, CPUs: fwdCPUs})
+		if err != nil {
+			return nil, nil, err
+		}
+		defer nf.Stop()
+		up, err := uplinks(flows, o.Size, pipeline.ACMAC)
+		if err != nil {
+			return nil, nil, err
+		}
+		down, err := Prime(topo.A, topo.B, up, flows, CheckUpNull(flows), CheckDownNull(flows), time.Second, 3)
+		if err != nil {
+			return nil, nil, fmt.Errorf("floor: priming: %w", err)
+		}
+		var brackets [][2][]pipeline.WorkerResult
+		hook := func(start bool) {
+			w := nf.Workers()
+			if start {
+				brackets = append(brackets, [2][]pipeline.WorkerResult{w})
+			} else {
+				brackets[len(brackets)-1][1] = w
+			}
+		}
+		s, err := measure(up, down, hook)
+		if err != nil {
+			return nil, nil, fmt.Errorf("floor: %w", err)
+		}
+		br := brackets[s.bracket]
+		var per []pipeline.WorkerResult
+		for i := range br[1] {
+			w := pipeline.WorkerResult{Worker: i, Packets: br[1][i].Packets - br[0][i].Packets, CPUNs: br[1][i].CPUNs - br[0][i].CPUNs}
+			if w.Packets > 0 {
+				w.NsPerPkt = float64(w.CPUNs) / float64(w.Packets)
+			}
+			per = append(per, w)
+		}
+		return s, per, nil
+	}
+
 	// Alternate the two measurements and keep the best round of each:
 	// on a shared machine other work only ever slows a run down.
 	for r := 0; r < o.Rounds; r++ {
@@ -427,11 +493,24 @@ func Run(o Options) (*Result, error) {
 			return nil, err
 		}
 		round.PPPFWDPPS, round.PPPFWDGenShare = p.PPS, p.GenCPUShare
-		res.Rounds = append(res.Rounds, round)
 		if r == 0 || p.PPS > res.PPPFWD.PPS {
 			res.PPPFWD = *p
 			res.PerWorker, res.Drops, res.PortDrops, res.XDPMode = ef.perWorker, ef.drops, ef.portDrops, ef.xdpMode
 		}
+		if o.Floor {
+			f, per, err := floorRound()
+			if err != nil {
+				return nil, err
+			}
+			round.FloorPPS, round.FloorGenShare = f.PPS, f.GenCPUShare
+			if res.Floor == nil || f.PPS > res.Floor.PPS {
+				res.Floor, res.FloorPerWorker = f, per
+			}
+		}
+		res.Rounds = append(res.Rounds, round)
+	}
+	if res.Floor != nil {
+		res.FloorPPS = res.Floor.PPS
 	}
 	res.PPPFWDPPS = res.PPPFWD.PPS
 	if res.Kernel != nil {
@@ -439,6 +518,7 @@ func Run(o Options) (*Result, error) {
 	}
 	if res.KernelPPS > 0 {
 		res.Ratio = res.PPPFWDPPS / res.KernelPPS
+		res.FloorRatio = res.FloorPPS / res.KernelPPS
 		k, p := res.Kernel, &res.PPPFWD
 		if k.AtMaxLoad != nil {
 			k = k.AtMaxLoad

@@ -38,6 +38,20 @@ func CheckUpMasq(flows []Flow, pub uint32) Check {
 	}
 }
 
+// CheckUpNull is the uplink check for the NullForwarder: the frame
+// arrives as the generator sent it (plain IPv4 from the flow's host,
+// TTL 64).
+func CheckUpNull(flows []Flow) Check {
+	return func(i int, p Packet) error {
+		f := flows[i]
+		if p.PPPoE || p.Proto != f.Proto || p.Src != f.Host || p.Dst != f.Remote || p.TTL != 64 {
+			return fmt.Errorf("flow %d: got pppoe %v proto %d %s -> %s TTL %d, want the frame as sent (proto %d %s -> %s TTL 64)",
+				i, p.PPPoE, p.Proto, ipStr(p.Src), ipStr(p.Dst), p.TTL, f.Proto, ipStr(f.Host), ipStr(f.Remote))
+		}
+		return nil
+	}
+}
+
 func checkUp(f Flow, p Packet, pub uint32) error {
 	if p.Proto != f.Proto || p.Src != pub || p.Dst != f.Remote {
 		return fmt.Errorf("uplink proto %d %s -> %s, want proto %d %s -> %s", p.Proto, ipStr(p.Src), ipStr(p.Dst),
@@ -57,16 +71,23 @@ func checkUp(f Flow, p Packet, pub uint32) error {
 }
 
 // CheckDown verifies a downlink packet delivered on the LAN: translated
-// back to the flow's host, port (or echo id) and MAC, from its remote end.
-func CheckDown(flows []Flow) Check {
+// back to the flow's host, port (or echo id) and MAC, from its remote end,
+// TTL decremented once.
+func CheckDown(flows []Flow) Check { return checkDown(flows, 63) }
+
+// CheckDownNull is CheckDown for the NullForwarder: the reply arrives as
+// the far end sent it (TTL 64).
+func CheckDownNull(flows []Flow) Check { return checkDown(flows, 64) }
+
+func checkDown(flows []Flow, ttl uint8) Check {
 	return func(i int, p Packet) error {
 		f := flows[i]
 		if p.PPPoE || p.Proto != f.Proto || p.Src != f.Remote || p.Dst != f.Host || p.DstMAC != f.HostMAC {
 			return fmt.Errorf("flow %d: downlink proto %d %s -> %s (MAC %x, pppoe %v), want proto %d %s -> %s (MAC %x)",
 				i, p.Proto, ipStr(p.Src), ipStr(p.Dst), p.DstMAC, p.PPPoE, f.Proto, ipStr(f.Remote), ipStr(f.Host), f.HostMAC)
 		}
-		if p.TTL != 63 {
-			return fmt.Errorf("flow %d: downlink TTL %d, want 63", i, p.TTL)
+		if p.TTL != ttl {
+			return fmt.Errorf("flow %d: downlink TTL %d, want %d", i, p.TTL, ttl)
 		}
 		switch f.Proto {
 		case hdr.ProtoICMP:
@@ -114,14 +135,14 @@ func FullMatch(flows int, check Check, firstErr *error) Match {
 
 // Prime sends every flow's uplink frame once from a, waits for each at b
 // (checked with upCheck), answers each with Reply, sends the answers from
-// b and waits for them at a (checked with CheckDown). It returns the
+// b and waits for them at a (checked with downCheck). It returns the
 // answers: the downlink frames of the load, which carry whatever external
 // port or echo id the translator picked. Frames are sent in chunks so
 // that no ring overflows. With retries > 0, frames that did not arrive
 // within the timeout are sent again (up to retries times; late
 // duplicates are then ignored); with 0 every frame must arrive the first
 // time, exactly once.
-func Prime(a, b nic.Port, up [][]byte, flows []Flow, upCheck Check, timeout time.Duration, retries int) ([][]byte, error) {
+func Prime(a, b nic.Port, up [][]byte, flows []Flow, upCheck, downCheck Check, timeout time.Duration, retries int) ([][]byte, error) {
 	if len(up) != len(flows) {
 		return nil, fmt.Errorf("iobench: %d frames for %d flows", len(up), len(flows))
 	}
@@ -139,8 +160,7 @@ func Prime(a, b nic.Port, up [][]byte, flows []Flow, upCheck Check, timeout time
 	}, timeout, retries); err != nil {
 		return nil, fmt.Errorf("uplink: %w", err)
 	}
-	check := CheckDown(flows)
-	if err := exchange(b, a, down, func(i int, p Packet, _ []byte) error { return check(i, p) }, timeout, retries); err != nil {
+	if err := exchange(b, a, down, func(i int, p Packet, _ []byte) error { return downCheck(i, p) }, timeout, retries); err != nil {
 		return nil, fmt.Errorf("downlink: %w", err)
 	}
 	return down, nil

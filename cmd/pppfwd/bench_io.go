@@ -29,6 +29,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
 	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
+	floor := fs.Bool("floor", false, "also measure a null forwarder (same backend, ports and threads; frames moved unchanged): the I/O floor")
 	rounds := fs.Int("rounds", 2, "alternate kernel and pppfwd measurements this many times; the best of each is reported")
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
 	lossTol := fs.Float64("loss-tolerance", 0.01, "loss fraction a measurement may have (rate search)")
@@ -42,7 +43,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
-		NoPin: *noPin, SkipKernel: *skipKernel, Search: *search, LossTolerance: *lossTol, Rounds: *rounds}
+		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Search: *search, LossTolerance: *lossTol, Rounds: *rounds}
 	if *shape == "off" {
 		o.ShapeOff = true
 	} else {
@@ -68,8 +69,8 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "backend\t%s %s\nsize\t%d\nworkers\t%d\nflows\t%d\nshaper\t%s\n", res.Backend, res.XDPMode, res.Size, res.Workers, res.Flows, res.Shaper)
 	printSide := func(name string, s *iobench.Side) {
-		fmt.Fprintf(tw, "%s pps\t%.0f (up %.0f, down %.0f; offered %.0f; loss %.2f%%; %s-bound; fwd CPU busy %.0f%%)\n",
-			name, s.PPS, s.UpPPS, s.DownPPS, s.OfferedPPS, 100*s.Loss, s.Bound, 100*s.FwdCPUBusy)
+		fmt.Fprintf(tw, "%s pps\t%.0f (up %.0f, down %.0f; offered %.0f; loss %.2f%%; %s-bound; fwd CPU busy %.0f%%, %.0f ns/pkt)\n",
+			name, s.PPS, s.UpPPS, s.DownPPS, s.OfferedPPS, 100*s.Loss, s.Bound, 100*s.FwdCPUBusy, s.FwdCPUNsPerPkt)
 		if m := s.AtMaxLoad; m != nil {
 			fmt.Fprintf(tw, "%s at full load\t%.0f (offered %.0f; loss %.2f%%)\n", name, m.PPS, m.OfferedPPS, 100*m.Loss)
 		}
@@ -79,8 +80,15 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		printSide("kernel", res.Kernel)
 		fmt.Fprintf(tw, "ratio\t%.2f (at full load %.2f)\n", res.Ratio, res.RatioAtMaxLoad)
 	}
+	if res.Floor != nil {
+		printSide("floor", res.Floor)
+		fmt.Fprintf(tw, "floor ratio\t%.2f\n", res.FloorRatio)
+	}
 	for _, w := range res.PerWorker {
 		fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)
+	}
+	for _, w := range res.FloorPerWorker {
+		fmt.Fprintf(tw, "floor thread %d\t%d pkts, %.1f cpu ns/pkt\n", w.Worker, w.Packets, w.NsPerPkt)
 	}
 	for _, m := range []map[string]uint64{res.Drops, res.PortDrops} {
 		var names []string
@@ -93,8 +101,12 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	for i, r := range res.Rounds {
-		fmt.Fprintf(tw, "round %d\tkernel %.0f pps (generator CPU share %.2f), pppfwd %.0f pps (%.2f)\n",
+		fmt.Fprintf(tw, "round %d\tkernel %.0f pps (generator CPU share %.2f), pppfwd %.0f pps (%.2f)",
 			i, r.KernelPPS, r.KernelGenShare, r.PPPFWDPPS, r.PPPFWDGenShare)
+		if res.Floor != nil {
+			fmt.Fprintf(tw, ", floor %.0f pps (%.2f)", r.FloorPPS, r.FloorGenShare)
+		}
+		fmt.Fprintln(tw)
 	}
 	fmt.Fprintf(tw, "fairness\t%s\n", res.Fairness)
 	tw.Flush()
