@@ -631,3 +631,82 @@ func BenchmarkGenerator(b *testing.B) {
 	b.ReportMetric(ns, "ns/pkt")
 	b.ReportMetric(1e9/ns, "pps")
 }
+
+// TestNullForwarderMemport checks the I/O floor's forwarder: frames cross
+// unchanged in both directions, every one arrives, its threads count them,
+// and the engine's priming and sink checks accept them (CheckUpNull,
+// CheckDownNull).
+func TestNullForwarderMemport(t *testing.T) {
+	const workers = 2
+	ga, lan := memport.New("gen-a", workers, 1024), memport.New("lan", workers, 1024)
+	gb, wan := memport.New("gen-b", workers, 1024), memport.New("wan", workers, 1024)
+	memport.Pair(ga, lan)
+	memport.Pair(gb, wan)
+	flows := Flows(64, 8, 8)
+	nf := StartNull(lan, wan, nil)
+	stopped := false
+	defer func() {
+		if !stopped {
+			nf.Stop()
+		}
+	}()
+	if got := len(nf.Workers()); got != workers {
+		t.Fatalf("%d threads, want %d", got, workers)
+	}
+	up := make([][]byte, len(flows))
+	for i, f := range flows {
+		var err error
+		if up[i], err = Uplink(f, i, 64+(i*97)%1400, pipeline.ACMAC); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The null checks tell an unchanged frame from a forwarded one.
+	if p, err := Parse(up[0]); err != nil || CheckUpPPPoE(flows)(0, p) == nil || CheckUpNull(flows)(0, p) != nil {
+		t.Fatalf("uplink frame 0 (parse error %v): the PPPoE check must refuse it, the null check take it", err)
+	}
+	if r, _ := Reply(up[0]); r != nil {
+		if p, err := Parse(r); err != nil || CheckDown(flows)(0, p) == nil || CheckDownNull(flows)(0, p) != nil {
+			t.Fatalf("reply 0 (parse error %v): CheckDown must refuse TTL 64, CheckDownNull take it", err)
+		}
+	}
+	down, err := Prime(ga, gb, up, flows, CheckUpNull(flows), CheckDownNull(flows), 5*time.Second, 0)
+	if err != nil {
+		t.Fatalf("priming: %v", err)
+	}
+	for i := range down {
+		if want, _ := Reply(up[i]); string(down[i]) != string(want) {
+			t.Fatalf("flow %d: downlink frame is not the reply to the uplink frame as sent", i)
+		}
+	}
+	moved0 := uint64(0)
+	for _, w := range nf.Workers() {
+		moved0 += w.Packets
+	}
+	var upErr, downErr error
+	const n = 4000
+	c, err := Load{A: ga, B: gb, Up: up, Down: down, Flows: len(flows), Count: n, Rate: 4000, CPU: -1,
+		MatchA: FullMatch(len(flows), CheckDownNull(flows), &downErr),
+		MatchB: FullMatch(len(flows), CheckUpNull(flows), &upErr),
+		Drain:  500 * time.Millisecond}.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upErr != nil || downErr != nil {
+		t.Errorf("bad frames: uplink %v, downlink %v", upErr, downErr)
+	}
+	if c.UpSent != n || c.DownSent != n || c.UpRecv != n || c.DownRecv != n || c.UpBad+c.DownBad != 0 {
+		t.Fatalf("sent %d/%d, received %d/%d, bad %d/%d; want %d each way, none bad",
+			c.UpSent, c.DownSent, c.UpRecv, c.DownRecv, c.UpBad, c.DownBad, n)
+	}
+	stopped = true
+	if err := nf.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var moved uint64
+	for _, w := range nf.Workers() {
+		moved += w.Packets
+	}
+	if moved-moved0 != 2*n || nf.Drops() != 0 {
+		t.Errorf("threads moved %d frames with %d refused, want %d and 0", moved-moved0, nf.Drops(), 2*n)
+	}
+}
