@@ -9,6 +9,7 @@ import (
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/nic/afxdp"
 	"github.com/pppfwd/pppfwd/nic/pin"
 	"github.com/pppfwd/pppfwd/shaper"
@@ -19,9 +20,11 @@ type FwdConfig struct {
 	Backend string // "afpacket" or "afxdp"
 	Workers int
 	XDPMode afxdp.Mode
-	Shape   shaper.Spec // Rate 0: no shaper
-	Flows   []Flow      // their hosts become the engine's LAN neighbours
-	CPUs    []int       // worker k is pinned to CPUs[k%len]; nil: no pinning
+	// AFPacketTx is the afpacket ports' TX mode (afpacket only).
+	AFPacketTx afpacket.TxMode
+	Shape      shaper.Spec // Rate 0: no shaper
+	Flows      []Flow      // their hosts become the engine's LAN neighbours
+	CPUs       []int       // worker k is pinned to CPUs[k%len]; nil: no pinning
 	// RingSize is the engine's inter-core ring size (0: its default).
 	// Tests on a busy machine raise it: a descheduled worker's redirect
 	// ring (RingSize/4) is what overflows first.
@@ -32,8 +35,9 @@ type FwdConfig struct {
 type Forwarder struct {
 	Engine   *dataplane.Engine
 	LAN, WAN nic.Port
-	// XDPMode is the attach mode in use (afxdp only).
-	XDPMode string
+	// XDPMode is the attach mode in use (afxdp only), TxMode the TX
+	// mode (afpacket only).
+	XDPMode, TxMode string
 	// Control counts frames the engine handed to the control/exception
 	// path (nothing in these tests should go there).
 	Control uint64

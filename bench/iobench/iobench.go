@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
+	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/shaper"
 )
 
@@ -62,6 +63,9 @@ type Options struct {
 	// ShapeOff disables it.
 	Shape    shaper.Spec
 	ShapeOff bool
+	// AFPacketTx is the TX mode of pppfwd's afpacket ports (the
+	// generator's always use afpacket's default, TxAuto).
+	AFPacketTx afpacket.TxMode
 	// XDPMode is "generic" (default: keeps R's receive work on the RPS
 	// CPUs, see the package comment), "native" or "auto".
 	XDPMode string
@@ -150,6 +154,7 @@ type Result struct {
 	Bench     string  `json:"bench"`
 	Backend   string  `json:"backend"`
 	XDPMode   string  `json:"xdp_mode,omitempty"`
+	TxMode    string  `json:"afpacket_tx,omitempty"` // afpacket's TX mode in use
 	Size      int     `json:"size"`
 	Workers   int     `json:"workers"`
 	Flows     int     `json:"flows"`

@@ -72,30 +72,35 @@ const (
 	rxBlocks    = 256
 )
 
-func openPort(backend, ifname string, workers int, mode afxdp.Mode) (nic.Port, string, error) {
-	switch backend {
+// openPort opens c.Backend on ifname and returns the mode in use: the
+// XDP attach mode (afxdp) or the TX mode (afpacket).
+func openPort(c FwdConfig, ifname string) (nic.Port, string, error) {
+	switch c.Backend {
 	case "afpacket":
-		p, err := afpacket.Open(ifname, afpacket.Config{Queues: workers, Promisc: true, BlockSize: rxBlockSize, Blocks: rxBlocks})
-		return p, "", err
+		p, err := afpacket.Open(ifname, afpacket.Config{Queues: c.Workers, Promisc: true, BlockSize: rxBlockSize, Blocks: rxBlocks, TxMode: c.AFPacketTx})
+		if err != nil {
+			return nil, "", err
+		}
+		return p, p.TxMode().String(), nil
 	case "afxdp":
-		p, err := afxdp.Open(ifname, afxdp.Options{Queues: workers, Mode: mode})
+		p, err := afxdp.Open(ifname, afxdp.Options{Queues: c.Workers, Mode: c.XDPMode})
 		if err != nil {
 			return nil, "", err
 		}
 		return p, p.Mode().String(), nil
 	}
-	return nil, "", fmt.Errorf("iobench: backend %q: want afpacket or afxdp", backend)
+	return nil, "", fmt.Errorf("iobench: backend %q: want afpacket or afxdp", c.Backend)
 }
 
 // openPorts opens c.Backend's LAN port on RA and WAN port on RB inside R.
-func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, xdpMode string, err error) {
+func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, mode string, err error) {
 	ln := t.Line
 	err = ln.R.Do(func() error {
 		var err error
-		if lan, xdpMode, err = openPort(c.Backend, ln.RA, c.Workers, c.XDPMode); err != nil {
+		if lan, mode, err = openPort(c, ln.RA); err != nil {
 			return err
 		}
-		if wan, _, err = openPort(c.Backend, ln.RB, c.Workers, c.XDPMode); err != nil {
+		if wan, _, err = openPort(c, ln.RB); err != nil {
 			lan.Close()
 			return err
 		}
@@ -104,7 +109,7 @@ func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, xdpMode string, err er
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("iobench: %s ports in R: %w", c.Backend, err)
 	}
-	return lan, wan, xdpMode, nil
+	return lan, wan, mode, nil
 }
 
 // StartForwarder opens pppfwd's LAN port on RA and WAN port on RB inside
@@ -124,7 +129,11 @@ func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
 		wan.Close()
 		return nil, err
 	}
-	fw.XDPMode = mode
+	if c.Backend == "afxdp" {
+		fw.XDPMode = mode
+	} else {
+		fw.TxMode = mode
+	}
 	return fw, nil
 }
 
@@ -355,9 +364,10 @@ func Run(o Options) (*Result, error) {
 		drops     map[string]uint64
 		portDrops map[string]uint64
 		xdpMode   string
+		txMode    string
 	}
 	pppfwdRound := func() (*Side, *engineFigures, error) {
-		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode,
+		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx,
 			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs})
 		if err != nil {
 			return nil, nil, err
@@ -406,7 +416,7 @@ func Run(o Options) (*Result, error) {
 		}
 		br := snaps[s.bracket]
 		b0, b1 := br[0], br[1]
-		ef := &engineFigures{drops: map[string]uint64{}, portDrops: map[string]uint64{}, xdpMode: fw.XDPMode}
+		ef := &engineFigures{drops: map[string]uint64{}, portDrops: map[string]uint64{}, xdpMode: fw.XDPMode, txMode: fw.TxMode}
 		for i, d := range b1.tot.Drops {
 			if n := d - b0.tot.Drops[i]; n != 0 {
 				ef.drops[dataplane.Reason(i).String()] = n
@@ -436,7 +446,7 @@ func Run(o Options) (*Result, error) {
 	// frames addressed to the AC's MAC and downlink frames to the hosts'
 	// MACs, so the sinks' classifiers take them unchanged.
 	floorRound := func() (*Side, []pipeline.WorkerResult, error) {
-		nf, err := topo.StartNull(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, CPUs: fwdCPUs})
+		nf, err := topo.StartNull(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, CPUs: fwdCPUs})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -495,7 +505,7 @@ func Run(o Options) (*Result, error) {
 		round.PPPFWDPPS, round.PPPFWDGenShare = p.PPS, p.GenCPUShare
 		if r == 0 || p.PPS > res.PPPFWD.PPS {
 			res.PPPFWD = *p
-			res.PerWorker, res.Drops, res.PortDrops, res.XDPMode = ef.perWorker, ef.drops, ef.portDrops, ef.xdpMode
+			res.PerWorker, res.Drops, res.PortDrops, res.XDPMode, res.TxMode = ef.perWorker, ef.drops, ef.portDrops, ef.xdpMode, ef.txMode
 		}
 		if o.Floor {
 			f, per, err := floorRound()

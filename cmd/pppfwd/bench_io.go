@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/iobench"
+	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/shaper"
 )
 
@@ -26,6 +27,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("rate", 0, "offered frames/s per direction (0: as fast as the generator goes)")
 	shape := fs.String("shape", "bandwidth 100gbit", "shaper of each direction in tc-cake words, or off")
 	xdpMode := fs.String("xdp-mode", "generic", "afxdp attach mode: generic, native or auto")
+	afpTx := fs.String("afpacket-tx", "auto", "afpacket TX mode of pppfwd's ports: ring (mapped TX ring), copy (sendmmsg) or auto (copy on veth)")
 	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
 	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
@@ -44,6 +46,11 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
 		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Search: *search, LossTolerance: *lossTol, Rounds: *rounds}
+	var err error
+	if o.AFPacketTx, err = afpacket.ParseTxMode(*afpTx); err != nil {
+		fmt.Fprintf(stderr, "pppfwd: --afpacket-tx: %v\n", err)
+		return 2
+	}
 	if *shape == "off" {
 		o.ShapeOff = true
 	} else {
@@ -67,7 +74,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "backend\t%s %s\nsize\t%d\nworkers\t%d\nflows\t%d\nshaper\t%s\n", res.Backend, res.XDPMode, res.Size, res.Workers, res.Flows, res.Shaper)
+	fmt.Fprintf(tw, "backend\t%s %s%s\nsize\t%d\nworkers\t%d\nflows\t%d\nshaper\t%s\n", res.Backend, res.XDPMode, res.TxMode, res.Size, res.Workers, res.Flows, res.Shaper)
 	printSide := func(name string, s *iobench.Side) {
 		fmt.Fprintf(tw, "%s pps\t%.0f (up %.0f, down %.0f; offered %.0f; loss %.2f%%; %s-bound; fwd CPU busy %.0f%%, %.0f ns/pkt)\n",
 			name, s.PPS, s.UpPPS, s.DownPPS, s.OfferedPPS, 100*s.Loss, s.Bound, 100*s.FwdCPUBusy, s.FwdCPUNsPerPkt)

@@ -8,9 +8,17 @@
 // Recv walks the RX ring's blocks without system calls, copying each frame
 // into the caller's buffer after nic.Headroom and releasing a block to the
 // kernel once all its frames are consumed. Wait polls the socket only when
-// the ring is empty. Send copies a batch into free TX frames and kicks the
-// kernel once per batch with one sendto(MSG_DONTWAIT); PACKET_QDISC_BYPASS
-// hands frames straight to the driver. PACKET_IGNORE_OUTGOING keeps the
+// the ring is empty. Send has two modes (Config.TxMode). TxRing copies a
+// batch into free frames of a mapped TX ring and kicks the kernel once per
+// batch with one sendto(MSG_DONTWAIT); the kernel sends each frame as page
+// fragments of the ring, which a NIC with scatter-gather DMA reads in
+// place. TxCopy hands the batch to one sendmmsg(MSG_DONTWAIT) and the
+// kernel copies each frame into a linear buffer: on veth, where a
+// fragmented frame is copied again on the peer's receive side and parsed
+// through fragments, that costs less (bench io measured TxCopy at 1.3-1.5x
+// the frames per CPU second of TxRing). TxAuto, the default, picks TxCopy
+// on veth and TxRing elsewhere. PACKET_QDISC_BYPASS hands frames straight
+// to the driver in both modes. PACKET_IGNORE_OUTGOING keeps the
 // port's own transmissions out of its RX rings.
 //
 // At Open the interface's coalescing offloads (GRO, LRO, TSO, GSO) are
@@ -26,6 +34,7 @@ package afpacket
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -43,6 +52,37 @@ const (
 	FanoutQM   FanoutMode = 5 // by the NIC's RX queue (skb queue mapping)
 )
 
+// TxMode selects how Send hands frames to the kernel (see the package
+// comment).
+type TxMode uint8
+
+// TX modes.
+const (
+	TxAuto TxMode = iota // TxCopy on veth interfaces, TxRing elsewhere
+	TxRing               // PACKET_TX_RING: mapped ring, frames sent as page fragments
+	TxCopy               // sendmmsg: the kernel copies each frame; no TX ring
+)
+
+func (m TxMode) String() string {
+	switch m {
+	case TxRing:
+		return "ring"
+	case TxCopy:
+		return "copy"
+	}
+	return "auto"
+}
+
+// ParseTxMode maps "auto", "ring" and "copy" to a TxMode.
+func ParseTxMode(s string) (TxMode, error) {
+	for _, m := range []TxMode{TxAuto, TxRing, TxCopy} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("afpacket: TX mode %q: want auto, ring or copy", s)
+}
+
 // Config tunes a Port. The zero value is usable.
 type Config struct {
 	// Queues is the number of sockets (default 1).
@@ -59,8 +99,10 @@ type Config struct {
 	// BlockTimeout retires a partly filled RX block after this long
 	// (millisecond granularity, default 1 ms).
 	BlockTimeout time.Duration
+	// TxMode is how Send hands frames to the kernel (default TxAuto).
+	TxMode TxMode
 	// TxFrames is the number of TX ring slots per queue (default 1024,
-	// rounded up to fill whole blocks).
+	// rounded up to fill whole blocks; TxRing only).
 	TxFrames int
 	// Promisc puts the interface into promiscuous mode while the port is
 	// open (a bridge or a router with its own MAC needs it on real NICs).
@@ -80,8 +122,8 @@ type QueueStats struct {
 	RxOversize         uint64 // dropped by Recv: longer than nic.MaxData or truncated
 	RxCsumPartial      uint64 // received with an unfinished L4 checksum (peer tx offload)
 	RxGSO              uint64 // received as a GSO superframe (coalescing offload on)
-	TxFull             uint64 // frames refused by Send: TX ring full
-	TxOversize         uint64 // frames dropped by Send: too long for a TX slot
+	TxFull             uint64 // frames refused by Send: TX ring full (TxCopy: the kernel had no room, EAGAIN/ENOBUFS)
+	TxOversize         uint64 // frames dropped by Send: too long for a TX slot (TxCopy: refused by the kernel as too long or malformed)
 	TxWrongFormat      uint64 // TX slots the kernel rejected
-	TxKickErrors       uint64 // failed sendto kicks (frames stay queued)
+	TxKickErrors       uint64 // failed sendto kicks (TxRing: frames stay queued) or sendmmsg calls that sent nothing
 }

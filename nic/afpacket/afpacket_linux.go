@@ -69,13 +69,20 @@ type queue struct {
 	kernelRx, kernelDrops, freezes         atomic.Uint64
 	oversize, csumPartial, gso             atomic.Uint64
 	txFull, txOversize, txWrong, kickErr   atomic.Uint64
-	_                                      [64]byte
+	// TxCopy: sendmmsg's headers and one iovec per frame, made at Open.
+	mm  []mmsghdr
+	iov []unix.Iovec
+	_   [64]byte
 }
+
+// mmsgBatch is how many frames one sendmmsg call takes (TxCopy).
+const mmsgBatch = 256
 
 // Port is a nic.Port over TPACKET_V3 packet sockets.
 type Port struct {
 	name    string
 	ifindex int
+	txMode  TxMode
 	q       []*queue
 	efd     int
 	closed  atomic.Bool
@@ -115,11 +122,21 @@ func Open(ifname string, cfg Config) (*Port, error) {
 			return nil, fmt.Errorf("afpacket: %w (set Config.KeepOffloads to skip)", err)
 		}
 	}
+	switch cfg.TxMode {
+	case TxAuto:
+		cfg.TxMode = TxRing
+		if d, err := ethtool.Driver(ifname); err == nil && d == "veth" {
+			cfg.TxMode = TxCopy
+		}
+	case TxRing, TxCopy:
+	default:
+		return nil, fmt.Errorf("afpacket: TxMode %d", cfg.TxMode)
+	}
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: eventfd: %w", err)
 	}
-	p := &Port{name: ifname, ifindex: ifi.Index, efd: efd}
+	p := &Port{name: ifname, ifindex: ifi.Index, efd: efd, txMode: cfg.TxMode}
 	fanoutArg := -1
 	for i := 0; i < cfg.Queues; i++ {
 		q, err := openQueue(ifi.Index, cfg, efd)
@@ -213,16 +230,21 @@ func openQueue(ifindex int, cfg Config, efd int) (q *queue, err error) {
 	if err = unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &rxReq); err != nil {
 		return nil, fmt.Errorf("afpacket: PACKET_RX_RING: %w", err)
 	}
+	// With a TX ring the kernel sends from it whatever sendmsg is given,
+	// so TxCopy sockets have none.
 	perBlock := txBlockSize / frameSize
-	txBlocks := (cfg.TxFrames + perBlock - 1) / perBlock
-	txReq := unix.TpacketReq3{
-		Block_size: txBlockSize,
-		Block_nr:   uint32(txBlocks),
-		Frame_size: frameSize,
-		Frame_nr:   uint32(txBlocks * perBlock),
-	}
-	if err = unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &txReq); err != nil {
-		return nil, fmt.Errorf("afpacket: PACKET_TX_RING: %w", err)
+	txBlocks := 0
+	if cfg.TxMode == TxRing {
+		txBlocks = (cfg.TxFrames + perBlock - 1) / perBlock
+		txReq := unix.TpacketReq3{
+			Block_size: txBlockSize,
+			Block_nr:   uint32(txBlocks),
+			Frame_size: frameSize,
+			Frame_nr:   uint32(txBlocks * perBlock),
+		}
+		if err = unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &txReq); err != nil {
+			return nil, fmt.Errorf("afpacket: PACKET_TX_RING: %w", err)
+		}
 	}
 	if err = opt("PACKET_QDISC_BYPASS", unix.PACKET_QDISC_BYPASS, 1); err != nil {
 		return nil, err
@@ -247,6 +269,12 @@ func openQueue(ifindex int, cfg Config, efd int) (q *queue, err error) {
 	}
 	q = &queue{fd: fd, efd: efd, mem: mem, rx: mem[:rxSize:rxSize], tx: mem[rxSize:],
 		bsz: cfg.BlockSize, nblk: cfg.Blocks, txSlots: txBlocks * perBlock}
+	if cfg.TxMode == TxCopy {
+		q.mm, q.iov = make([]mmsghdr, mmsgBatch), make([]unix.Iovec, mmsgBatch)
+		for i := range q.mm {
+			q.mm[i].hdr.Iov, q.mm[i].hdr.Iovlen = &q.iov[i], 1
+		}
+	}
 	q.pollfds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN | unix.POLLERR}
 	q.pollfds[1] = unix.PollFd{Fd: int32(efd), Events: unix.POLLIN}
 	return q, nil
@@ -393,14 +421,25 @@ func (q *queue) rxReady() bool {
 	return q.left > 0 || loadStatus(q.rx, q.blk*q.bsz+bdStatus)&unix.TP_STATUS_USER != 0
 }
 
-// Send implements nic.Port: it copies the frames into free TX slots, marks
-// them for sending and kicks the kernel once (sendto with MSG_DONTWAIT).
-// Frames longer than a TX slot are dropped and counted (and count as
-// accepted); the first frame that finds the ring full ends the batch.
+// TxMode returns the TX mode in use (TxAuto resolved).
+func (p *Port) TxMode() TxMode { return p.txMode }
+
+// Send implements nic.Port. TxRing: it copies the frames into free TX
+// slots, marks them for sending and kicks the kernel once (sendto with
+// MSG_DONTWAIT); frames longer than a TX slot are dropped and counted (and
+// count as accepted); the first frame that finds the ring full ends the
+// batch. TxCopy: see sendCopy.
 func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 	q, err := p.queue(qi)
 	if err != nil {
 		return 0, err
+	}
+	if p.txMode == TxCopy {
+		n, err := q.sendCopy(frames)
+		if err != nil {
+			return n, fmt.Errorf("afpacket: %s: send: %w", p.name, err)
+		}
+		return n, nil
 	}
 	tx := q.tx
 	var accepted, queued int
@@ -451,6 +490,60 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 	return accepted, nil
 }
 
+// sendCopy sends frames with sendmmsg, mmsgBatch at a time; the kernel
+// copies each before the call returns. A frame the kernel refuses as too
+// long or malformed (EMSGSIZE, EINVAL), or that is out of its buffer's
+// bounds, is dropped and counted as TxOversize (and counts as accepted);
+// EAGAIN/ENOBUFS end the batch (the rest is refused, TxFull).
+func (q *queue) sendCopy(frames []*nic.Frame) (int, error) {
+	var bytes, over uint64
+	accepted := 0
+	defer func() {
+		q.txPackets.Add(uint64(accepted) - over)
+		q.txBytes.Add(bytes)
+		if over != 0 {
+			q.txOversize.Add(over)
+		}
+		if refused := len(frames) - accepted; refused > 0 {
+			q.txFull.Add(uint64(refused))
+		}
+	}()
+	for accepted < len(frames) {
+		n := 0
+		for _, f := range frames[accepted:min(len(frames), accepted+mmsgBatch)] {
+			if f.Len <= 0 || f.Off < 0 || f.Off+f.Len > len(f.Buf) {
+				break
+			}
+			q.iov[n].Base = &f.Buf[f.Off]
+			q.iov[n].SetLen(f.Len)
+			n++
+		}
+		if n == 0 { // frames[accepted] is malformed
+			over++
+			accepted++
+			continue
+		}
+		sent, err := sendmmsg(q.fd, q.mm[:n])
+		for _, f := range frames[accepted : accepted+sent] {
+			bytes += uint64(f.Len)
+		}
+		accepted += sent
+		switch err {
+		case nil:
+		case unix.EMSGSIZE, unix.EINVAL:
+			over++
+			accepted++
+		case unix.EAGAIN, unix.ENOBUFS, unix.EINTR:
+			q.kickErr.Add(1)
+			return accepted, nil
+		default:
+			q.kickErr.Add(1)
+			return accepted, err
+		}
+	}
+	return accepted, nil
+}
+
 // kick asks the kernel to transmit every slot marked SEND_REQUEST.
 // Transient errors leave the slots queued for the next kick.
 func (q *queue) kick() error {
@@ -467,10 +560,11 @@ func (q *queue) kick() error {
 }
 
 // Flush kicks queue q's TX ring once more, for callers that saw transient
-// kick failures and have nothing new to send.
+// kick failures and have nothing new to send (TxCopy holds nothing back:
+// Flush does nothing).
 func (p *Port) Flush(qi int) error {
 	q, err := p.queue(qi)
-	if err != nil {
+	if err != nil || p.txMode == TxCopy {
 		return err
 	}
 	return q.kick()

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/afpacket/ethtool"
 	"github.com/pppfwd/pppfwd/nic/nettest"
 )
 
@@ -269,8 +270,17 @@ func recvMarked(p *Port, want int, d time.Duration) [][]byte {
 // them byte for byte, VLAN tags included (the kernel strips them on RX and
 // the port puts them back).
 func TestIntegrationAFPacketRoundTrip(t *testing.T) {
+	for _, mode := range []TxMode{TxRing, TxCopy} {
+		t.Run(mode.String(), func(t *testing.T) { testRoundTrip(t, mode) })
+	}
+}
+
+func testRoundTrip(t *testing.T, mode TxMode) {
 	ln := nettest.MustLine(t, nettest.LineConfig{})
-	tx := openIn(t, ln.R, ln.RA, Config{})
+	tx := openIn(t, ln.R, ln.RA, Config{TxMode: mode})
+	if tx.TxMode() != mode {
+		t.Fatalf("TxMode() = %v, want %v", tx.TxMode(), mode)
+	}
 	rx := openIn(t, ln.A, ln.AIf, Config{Promisc: true})
 	cases := []struct {
 		name string
@@ -298,17 +308,64 @@ func TestIntegrationAFPacketRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	// A frame longer than a TX slot is dropped and counted, not sent.
+	// A frame too long for a TX slot (TxRing) or for the interface
+	// (TxCopy: the kernel refuses it) is dropped and counted, not sent;
+	// the frames around it in the batch go out.
 	big := nic.NewFrame()
 	big.Off, big.Len = 0, nic.BufSize
-	if n, err := tx.Send(0, []*nic.Frame{big}); n != 1 || err != nil {
-		t.Fatalf("Send(oversize) = %d, %v; want accepted and dropped", n, err)
+	before, after := nic.NewFrame(), nic.NewFrame()
+	before.SetData(ethFrame(70))
+	after.SetData(ethFrame(80))
+	if n, err := tx.Send(0, []*nic.Frame{before, big, after}); n != 3 || err != nil {
+		t.Fatalf("Send(ok, oversize, ok) = %d, %v; want all 3 accepted (one dropped)", n, err)
 	}
-	if qs := tx.QueueStats(0); qs.TxOversize != 1 {
-		t.Fatalf("TxOversize = %d, want 1", qs.TxOversize)
+	qs := tx.QueueStats(0)
+	if qs.TxOversize != 1 || qs.TxPackets != uint64(len(cases))+2 {
+		t.Fatalf("TxOversize = %d, TxPackets = %d; want 1 and %d", qs.TxOversize, qs.TxPackets, len(cases)+2)
+	}
+	got := recvMarked(rx, 2, 2*time.Second)
+	if len(got) != 2 || len(got[0]) != 70 || len(got[1]) != 80 {
+		t.Fatalf("after the oversize batch received %d frames, want the 70- and 80-byte ones in order", len(got))
 	}
 	if s := rx.Stats(); s.RxPackets < uint64(len(cases)) {
 		t.Errorf("rx stats %+v, want >= %d packets", s, len(cases))
+	}
+}
+
+// TestIntegrationAFPacketTxAuto checks that TxAuto picks TxCopy on veth
+// (ethtool reports the driver) and that a malformed frame (out of its
+// buffer's bounds) is dropped and counted in TxCopy without a system call
+// refusing the batch.
+func TestIntegrationAFPacketTxAuto(t *testing.T) {
+	ln := nettest.MustLine(t, nettest.LineConfig{})
+	var drv string
+	if err := ln.R.Do(func() (err error) { drv, err = ethtool.Driver(ln.RA); return }); err != nil || drv != "veth" {
+		t.Fatalf("ethtool.Driver(%s) = %q, %v; want veth", ln.RA, drv, err)
+	}
+	if err := ln.R.Do(func() error { _, err := ethtool.Driver("pf-no-such-if0"); return err }); err == nil {
+		t.Fatal("ethtool.Driver of a missing interface: no error")
+	}
+	p := openIn(t, ln.R, ln.RA, Config{})
+	if p.TxMode() != TxCopy {
+		t.Fatalf("TxAuto on veth resolved to %v, want copy", p.TxMode())
+	}
+	bad := nic.NewFrame()
+	bad.Off, bad.Len = len(bad.Buf)-10, 20
+	ok := nic.NewFrame()
+	ok.SetData(ethFrame(60))
+	if n, err := p.Send(0, []*nic.Frame{bad, ok}); n != 2 || err != nil {
+		t.Fatalf("Send(malformed, ok) = %d, %v; want 2 accepted", n, err)
+	}
+	if qs := p.QueueStats(0); qs.TxOversize != 1 || qs.TxPackets != 1 {
+		t.Fatalf("TxOversize %d TxPackets %d, want 1 and 1", qs.TxOversize, qs.TxPackets)
+	}
+	for _, s := range []string{"auto", "ring", "copy"} {
+		if m, err := ParseTxMode(s); err != nil || m.String() != s {
+			t.Errorf("ParseTxMode(%q) = %v, %v", s, m, err)
+		}
+	}
+	if _, err := ParseTxMode("zerocopy"); err == nil {
+		t.Error("ParseTxMode(zerocopy): no error")
 	}
 }
 
@@ -316,7 +373,7 @@ func TestIntegrationAFPacketRoundTrip(t *testing.T) {
 // drains it and checks that Send refuses (never overwrites) and counts.
 func TestIntegrationAFPacketTxFull(t *testing.T) {
 	ln := nettest.MustLine(t, nettest.LineConfig{})
-	tx := openIn(t, ln.R, ln.RA, Config{TxFrames: 32})
+	tx := openIn(t, ln.R, ln.RA, Config{TxMode: TxRing, TxFrames: 32})
 	frames := nic.NewFrames(1024)
 	for _, f := range frames {
 		f.SetData(ethFrame(60))
@@ -445,8 +502,14 @@ func TestIntegrationAFPacketErrors(t *testing.T) {
 // TestIntegrationAFPacketAllocs checks that Recv and Send allocate nothing
 // with frames prepared.
 func TestIntegrationAFPacketAllocs(t *testing.T) {
+	for _, mode := range []TxMode{TxRing, TxCopy} {
+		t.Run(mode.String(), func(t *testing.T) { testAllocs(t, mode) })
+	}
+}
+
+func testAllocs(t *testing.T, mode TxMode) {
 	ln := nettest.MustLine(t, nettest.LineConfig{})
-	tx := openIn(t, ln.R, ln.RA, Config{})
+	tx := openIn(t, ln.R, ln.RA, Config{TxMode: mode})
 	rx := openIn(t, ln.A, ln.AIf, Config{Promisc: true})
 	const batch = 32
 	out := nic.NewFrames(batch)
@@ -490,7 +553,7 @@ func BenchmarkAFPacketSendRecv(b *testing.B) {
 	for _, size := range []int{64, 1500} {
 		b.Run(map[int]string{64: "64B", 1500: "1500B"}[size], func(b *testing.B) {
 			ln := nettest.MustLine(b, nettest.LineConfig{})
-			tx := openIn(b, ln.R, ln.RA, Config{})
+			tx := openIn(b, ln.R, ln.RA, Config{TxMode: TxRing})
 			rx := openIn(b, ln.A, ln.AIf, Config{Promisc: true})
 			const batch, window = 64, 512
 			out := nic.NewFrames(batch)

@@ -47,3 +47,6 @@ func (p *Port) Stats() nic.Stats { return nic.Stats{} }
 
 // Close implements nic.Port.
 func (p *Port) Close() error { return nil }
+
+// TxMode is TxAuto on this GOOS.
+func (p *Port) TxMode() TxMode { return TxAuto }

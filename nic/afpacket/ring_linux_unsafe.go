@@ -5,6 +5,8 @@ package afpacket
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The kernel and the port hand ring slots to each other through 32-bit
@@ -19,4 +21,27 @@ func loadStatus(mem []byte, off int) uint32 {
 func storeStatus(mem []byte, off int, v uint32) {
 	_ = mem[off+3]
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&mem[off])), v)
+}
+
+// mmsghdr is struct mmsghdr.
+type mmsghdr struct {
+	hdr unix.Msghdr
+	n   uint32
+	_   [4]byte
+}
+
+// sendmmsg sends one datagram per header (MSG_DONTWAIT) and returns how
+// many went out; err is the error of the first that did not (nil when
+// all did).
+func sendmmsg(fd int, mm []mmsghdr) (int, error) {
+	r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&mm[0])), uintptr(len(mm)), unix.MSG_DONTWAIT, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	if int(r) < len(mm) {
+		// The kernel stopped early: ask again from there to learn why.
+		r2, err := sendmmsg(fd, mm[r:])
+		return int(r) + r2, err
+	}
+	return int(r), nil
 }

@@ -62,12 +62,31 @@ func Set(ifname string, f Feature, on bool) error {
 	return nil
 }
 
+// Driver returns the name of ifname's driver ("veth", "igb", ...).
+func Driver(ifname string) (string, error) {
+	fd, err := ifSocket(ifname)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	d, err := ioctlDriver(fd, ifname)
+	if err != nil {
+		return "", fmt.Errorf("ethtool: driver of %s: %w", ifname, err)
+	}
+	return d, nil
+}
+
+// ifSocket checks ifname and opens a socket for ethtool ioctls.
+func ifSocket(ifname string) (int, error) {
+	if len(ifname) == 0 || len(ifname) >= unix.IFNAMSIZ {
+		return -1, fmt.Errorf("bad interface name %q", ifname)
+	}
+	return unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+}
+
 // value runs one struct ethtool_value command and returns its data field.
 func value(ifname string, cmd, data uint32) (uint32, error) {
-	if len(ifname) == 0 || len(ifname) >= unix.IFNAMSIZ {
-		return 0, fmt.Errorf("bad interface name %q", ifname)
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := ifSocket(ifname)
 	if err != nil {
 		return 0, err
 	}

@@ -32,3 +32,23 @@ func ioctlValue(fd int, ifname string, cmd, data uint32) (uint32, error) {
 	}
 	return ev.data, nil
 }
+
+// drvinfo is struct ethtool_drvinfo.
+type drvinfo struct {
+	cmd                                        uint32
+	driver, version, fw, bus, erom             [32]byte
+	_                                          [12]byte
+	nPriv, nStats, testLen, eedumpLen, regsLen uint32
+}
+
+func ioctlDriver(fd int, ifname string) (string, error) {
+	di := drvinfo{cmd: unix.ETHTOOL_GDRVINFO}
+	var ifr ifreqData
+	copy(ifr.name[:], ifname)
+	ifr.data = unsafe.Pointer(&di)
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
+	if errno != 0 {
+		return "", errno
+	}
+	return unix.ByteSliceToString(di.driver[:]), nil
+}

@@ -18,3 +18,8 @@ func Get(ifname string, f Feature) (bool, error) {
 func Set(ifname string, f Feature, on bool) error {
 	return fmt.Errorf("ethtool: not supported on %s: %w", runtime.GOOS, nic.ErrNotSupported)
 }
+
+// Driver is not supported on this GOOS.
+func Driver(ifname string) (string, error) {
+	return "", fmt.Errorf("ethtool: not supported on %s: %w", runtime.GOOS, nic.ErrNotSupported)
+}
