@@ -58,8 +58,8 @@ func Reasons() []Reason {
 }
 
 // Counters are one thread's packet counters. The owner updates the plain
-// fields and publishes them once per loop iteration; other goroutines read
-// only the published copy.
+// fields and publishes them every 64th loop iteration and when it goes
+// idle (publishDue); other goroutines read only the published copy.
 type Counters struct {
 	RxLAN, RxWAN    uint64 // frames taken from the LAN port / from steering
 	TxLAN, TxWAN    uint64 // frames handed to the LAN / WAN port

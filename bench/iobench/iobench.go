@@ -4,8 +4,10 @@
 //
 // The topology is nettest's Line: A (LAN hosts) -- veth -- R (the
 // forwarder) -- veth -- B (the WAN side, standing in for the BRAS). A
-// single generator thread owns an AF_PACKET port in A and one in B (TX and
-// RX rings): it sends pre-built frames in batches in both directions and
+// single generator thread owns an AF_PACKET port in A and one in B (an RX
+// ring each; TX in afpacket's default mode, which is one sendmmsg per
+// batch on veth, and a frame veth drops on the way counts as sent and
+// lost): it sends pre-built frames in batches in both directions and
 // counts what arrives at the far ends. A run first primes every flow (one
 // frame each way, every translation checked) and builds the downlink
 // frames from what B received (Reply), then loads both directions.
@@ -28,6 +30,12 @@
 // end hosts' receive work (RPS on A's and B's interfaces) stays on the
 // generator's CPU. Both measurements offer the same load from the same
 // generator.
+//
+// With Options.Floor a third measurement runs in every round: a
+// NullForwarder on the same backend, ports and pinned threads, moving the
+// frames unchanged (they are addressed so that the sinks take them as they
+// are). It is the I/O floor: what any userspace forwarder on that backend
+// pays before doing any work.
 //
 // Figures: each side is first loaded as fast as the generator goes. A side
 // that then loses more than the tolerance is searched for the highest
@@ -79,9 +87,9 @@ type Options struct {
 	// on the same backend, ports, pinning and frames (addressed so that
 	// they need no rewriting), pppfwd's I/O floor on this topology.
 	Floor bool
-	// Rounds alternates the kernel and the pppfwd measurement this many
-	// times (2) and reports the best round of each: on a shared machine
-	// other work only ever slows a run down.
+	// Rounds alternates the kernel, the pppfwd (and the floor)
+	// measurement this many times (2) and reports the best round of each:
+	// on a shared machine other work only ever slows a run down.
 	Rounds int
 	// Search: when a side loses more than LossTolerance (0.01) of its
 	// frames at full load (Rate 0), bisect the offered rate SearchSteps

@@ -664,10 +664,12 @@ func TestNullForwarderMemport(t *testing.T) {
 	if p, err := Parse(up[0]); err != nil || CheckUpPPPoE(flows)(0, p) == nil || CheckUpNull(flows)(0, p) != nil {
 		t.Fatalf("uplink frame 0 (parse error %v): the PPPoE check must refuse it, the null check take it", err)
 	}
-	if r, _ := Reply(up[0]); r != nil {
-		if p, err := Parse(r); err != nil || CheckDown(flows)(0, p) == nil || CheckDownNull(flows)(0, p) != nil {
-			t.Fatalf("reply 0 (parse error %v): CheckDown must refuse TTL 64, CheckDownNull take it", err)
-		}
+	r, err := Reply(up[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Parse(r); err != nil || CheckDown(flows)(0, p) == nil || CheckDownNull(flows)(0, p) != nil {
+		t.Fatalf("reply 0 (parse error %v): CheckDown must refuse TTL 64, CheckDownNull take it", err)
 	}
 	down, err := Prime(ga, gb, up, flows, CheckUpNull(flows), CheckDownNull(flows), 5*time.Second, 0)
 	if err != nil {

@@ -62,6 +62,11 @@ func StartNull(lan, wan nic.Port, cpus []int) *NullForwarder {
 
 func (n *NullForwarder) run(q int, t *nullThread) {
 	cpu0, _ := pin.ThreadCPUTime()
+	storeCPU := func() {
+		if c, err := pin.ThreadCPUTime(); err == nil {
+			t.cpuNs.Store(uint64(c - cpu0))
+		}
+	}
 	frames := nic.NewFrames(nullBatch)
 	lanF, _ := n.LAN.(nic.Flusher)
 	wanF, _ := n.WAN.(nic.Flusher)
@@ -93,11 +98,10 @@ func (n *NullForwarder) run(q int, t *nullThread) {
 			idle = 0
 		}
 		if iter&255 == 0 {
-			if c, err := pin.ThreadCPUTime(); err == nil {
-				t.cpuNs.Store(uint64(c - cpu0))
-			}
+			storeCPU()
 		}
 	}
+	storeCPU()
 }
 
 // Workers returns each thread's figures so far: frames sent, CPU time.

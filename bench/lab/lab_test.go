@@ -55,8 +55,9 @@ func TestIntegrationLab(t *testing.T) {
 			if lost != 0 {
 				t.Fatalf("%d of %d UDP echoes lost; counters %+v", lost, flows*per, l.R.Engine().Totals())
 			}
-			// Workers publish counters after each batch; the last echoes can
-			// reach the host before the worker that sent them publishes.
+			// Workers publish counters every 64th iteration and when idle;
+			// the last echoes can reach the host before the worker that
+			// sent them publishes.
 			c := l.R.Engine().Totals()
 			for deadline := time.Now().Add(2 * time.Second); (c.TxWAN < flows*per || c.TxLAN < flows*per) && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)

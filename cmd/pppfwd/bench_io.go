@@ -27,12 +27,12 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("rate", 0, "offered frames/s per direction (0: as fast as the generator goes)")
 	shape := fs.String("shape", "bandwidth 100gbit", "shaper of each direction in tc-cake words, or off")
 	xdpMode := fs.String("xdp-mode", "generic", "afxdp attach mode: generic, native or auto")
-	afpTx := fs.String("afpacket-tx", "auto", "afpacket TX mode of pppfwd's ports: ring (mapped TX ring), copy (sendmmsg) or auto (copy on veth)")
+	afpTx := fs.String("afpacket-tx", "auto", "TX mode of pppfwd's afpacket ports (--backend afpacket only): ring (mapped TX ring), copy (sendmmsg) or auto (copy on veth)")
 	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
 	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
 	floor := fs.Bool("floor", false, "also measure a null forwarder (same backend, ports and threads; frames moved unchanged): the I/O floor")
-	rounds := fs.Int("rounds", 2, "alternate kernel and pppfwd measurements this many times; the best of each is reported")
+	rounds := fs.Int("rounds", 2, "alternate the kernel, pppfwd (and floor) measurements this many times; the best of each is reported")
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
 	lossTol := fs.Float64("loss-tolerance", 0.01, "loss fraction a measurement may have (rate search)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -49,6 +49,10 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	var err error
 	if o.AFPacketTx, err = afpacket.ParseTxMode(*afpTx); err != nil {
 		fmt.Fprintf(stderr, "pppfwd: --afpacket-tx: %v\n", err)
+		return 2
+	}
+	if o.AFPacketTx != afpacket.TxAuto && o.Backend != "afpacket" {
+		fmt.Fprintf(stderr, "pppfwd: --afpacket-tx is for --backend afpacket\n")
 		return 2
 	}
 	if *shape == "off" {
@@ -89,7 +93,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	if res.Floor != nil {
 		printSide("floor", res.Floor)
-		fmt.Fprintf(tw, "floor ratio\t%.2f\n", res.FloorRatio)
+		if res.Kernel != nil {
+			fmt.Fprintf(tw, "floor ratio\t%.2f\n", res.FloorRatio)
+		}
 	}
 	for _, w := range res.PerWorker {
 		fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)

@@ -69,6 +69,7 @@ type queue struct {
 	kernelRx, kernelDrops, freezes         atomic.Uint64
 	oversize, csumPartial, gso             atomic.Uint64
 	txFull, txOversize, txWrong, kickErr   atomic.Uint64
+	txDevDrops                             atomic.Uint64
 	// TxCopy: sendmmsg's headers and one iovec per frame, made at Open.
 	mm  []mmsghdr
 	iov []unix.Iovec
@@ -117,11 +118,6 @@ func Open(ifname string, cfg Config) (*Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: %w", err)
 	}
-	if !cfg.KeepOffloads {
-		if err := ethtool.DisableCoalescing(ifname); err != nil {
-			return nil, fmt.Errorf("afpacket: %w (set Config.KeepOffloads to skip)", err)
-		}
-	}
 	switch cfg.TxMode {
 	case TxAuto:
 		cfg.TxMode = TxRing
@@ -131,6 +127,11 @@ func Open(ifname string, cfg Config) (*Port, error) {
 	case TxRing, TxCopy:
 	default:
 		return nil, fmt.Errorf("afpacket: TxMode %d", cfg.TxMode)
+	}
+	if !cfg.KeepOffloads {
+		if err := ethtool.DisableCoalescing(ifname); err != nil {
+			return nil, fmt.Errorf("afpacket: %w (set Config.KeepOffloads to skip)", err)
+		}
 	}
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
@@ -491,18 +492,26 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 }
 
 // sendCopy sends frames with sendmmsg, mmsgBatch at a time; the kernel
-// copies each before the call returns. A frame the kernel refuses as too
-// long or malformed (EMSGSIZE, EINVAL), or that is out of its buffer's
-// bounds, is dropped and counted as TxOversize (and counts as accepted);
-// EAGAIN/ENOBUFS end the batch (the rest is refused, TxFull).
+// copies each before the call returns. Frames the kernel takes count as
+// accepted, and so do frames it drops: one it refuses as too long or
+// malformed (EMSGSIZE, EINVAL), or that is out of its buffer's bounds, is
+// counted as TxOversize; one the device path dropped after taking it
+// (ENOBUFS: with PACKET_QDISC_BYPASS, a full driver queue or, on veth, the
+// peer's full backlog) as TxDeviceDrops, as a TX ring's frames would be
+// lost there silently. EAGAIN (the socket's send buffer is full) and
+// EINTR end the batch: the rest is refused (TxFull), as is the rest after
+// any other error, which Send returns.
 func (q *queue) sendCopy(frames []*nic.Frame) (int, error) {
-	var bytes, over uint64
+	var bytes, over, devDrops uint64
 	accepted := 0
 	defer func() {
-		q.txPackets.Add(uint64(accepted) - over)
+		q.txPackets.Add(uint64(accepted) - over - devDrops)
 		q.txBytes.Add(bytes)
 		if over != 0 {
 			q.txOversize.Add(over)
+		}
+		if devDrops != 0 {
+			q.txDevDrops.Add(devDrops)
 		}
 		if refused := len(frames) - accepted; refused > 0 {
 			q.txFull.Add(uint64(refused))
@@ -533,7 +542,10 @@ func (q *queue) sendCopy(frames []*nic.Frame) (int, error) {
 		case unix.EMSGSIZE, unix.EINVAL:
 			over++
 			accepted++
-		case unix.EAGAIN, unix.ENOBUFS, unix.EINTR:
+		case unix.ENOBUFS:
+			devDrops++
+			accepted++
+		case unix.EAGAIN, unix.EINTR:
 			q.kickErr.Add(1)
 			return accepted, nil
 		default:
@@ -647,13 +659,13 @@ func (p *Port) QueueStats(qi int) QueueStats {
 		KernelRx: q.kernelRx.Load(), KernelDrops: q.kernelDrops.Load(), Freezes: q.freezes.Load(),
 		RxOversize: q.oversize.Load(), RxCsumPartial: q.csumPartial.Load(), RxGSO: q.gso.Load(),
 		TxFull: q.txFull.Load(), TxOversize: q.txOversize.Load(), TxWrongFormat: q.txWrong.Load(),
-		TxKickErrors: q.kickErr.Load(),
+		TxKickErrors: q.kickErr.Load(), TxDeviceDrops: q.txDevDrops.Load(),
 	}
 }
 
 // Stats implements nic.Port. RxDrops counts kernel ring-full drops and
-// frames Recv dropped; TxDrops counts frames refused (ring full), too long
-// or rejected by the kernel.
+// frames Recv dropped; TxDrops counts frames refused (ring or send buffer
+// full), too long, rejected by the kernel or dropped by the device path.
 func (p *Port) Stats() nic.Stats {
 	var s nic.Stats
 	for i := range p.q {
@@ -663,7 +675,7 @@ func (p *Port) Stats() nic.Stats {
 		s.TxPackets += qs.TxPackets
 		s.TxBytes += qs.TxBytes
 		s.RxDrops += qs.KernelDrops + qs.RxOversize
-		s.TxDrops += qs.TxFull + qs.TxOversize + qs.TxWrongFormat
+		s.TxDrops += qs.TxFull + qs.TxOversize + qs.TxWrongFormat + qs.TxDeviceDrops
 	}
 	return s
 }

@@ -359,6 +359,26 @@ func TestIntegrationAFPacketTxAuto(t *testing.T) {
 	if qs := p.QueueStats(0); qs.TxOversize != 1 || qs.TxPackets != 1 {
 		t.Fatalf("TxOversize %d TxPackets %d, want 1 and 1", qs.TxOversize, qs.TxPackets)
 	}
+	// With the peer down, veth drops what it is handed and the kernel
+	// answers ENOBUFS: TxCopy counts those frames as device drops, keeps
+	// going with the rest of the batch, and returns no error.
+	if _, err := ln.A.Exec("ip", "link", "set", "dev", ln.AIf, "down"); err != nil {
+		t.Fatal(err)
+	}
+	batch := nic.NewFrames(10)
+	for _, f := range batch {
+		f.SetData(ethFrame(60))
+	}
+	if n, err := p.Send(0, batch); n != len(batch) || err != nil {
+		t.Fatalf("Send with the peer down = %d, %v; want %d accepted, no error", n, err, len(batch))
+	}
+	qs := p.QueueStats(0)
+	if qs.TxDeviceDrops != uint64(len(batch)) || qs.TxPackets != 1 || qs.TxFull != 0 {
+		t.Fatalf("peer down: TxDeviceDrops %d TxPackets %d TxFull %d; want %d, 1, 0", qs.TxDeviceDrops, qs.TxPackets, qs.TxFull, len(batch))
+	}
+	if s := p.Stats(); s.TxDrops != 1+uint64(len(batch)) {
+		t.Fatalf("Stats().TxDrops = %d, want %d (one malformed, %d device drops)", s.TxDrops, 1+len(batch), len(batch))
+	}
 	for _, s := range []string{"auto", "ring", "copy"} {
 		if m, err := ParseTxMode(s); err != nil || m.String() != s {
 			t.Errorf("ParseTxMode(%q) = %v, %v", s, m, err)

@@ -23,11 +23,11 @@ func storeStatus(mem []byte, off int, v uint32) {
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&mem[off])), v)
 }
 
-// mmsghdr is struct mmsghdr.
+// mmsghdr is struct mmsghdr: Go's alignment pads it as the C compiler
+// does (64 bytes on 64-bit, 32 on 32-bit systems).
 type mmsghdr struct {
 	hdr unix.Msghdr
 	n   uint32
-	_   [4]byte
 }
 
 // sendmmsg sends one datagram per header (MSG_DONTWAIT) and returns how
