@@ -38,6 +38,11 @@ type ControlStats struct {
 	EchoReplies            uint64 // ICMP echo answered for the router
 	ToHost, FromHost       uint64 // frames exchanged with the host stack
 	Ignored                uint64 // exceptions nobody handles (counted, dropped)
+	// Frames for unresolved LAN hosts (see HoldPerHost): queued, sent once
+	// the host answered ARP, given up (queue full or HoldTimeout), and
+	// waiting now.
+	Held, HeldSent, HeldDropped uint64
+	HeldWaiting                 int
 }
 
 // Control is the off-fast-path side of an Engine: one goroutine (Run)
@@ -53,14 +58,16 @@ type Control struct {
 	stats struct {
 		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored atomic.Uint64
 	}
-	slow    *slowpath.Pool
-	hostRx  []*nic.Frame
-	hostTx  []*nic.Frame
-	hostMu  sync.Mutex
-	closed  chan struct{}
-	once    sync.Once
-	arpMu   sync.Mutex
-	lastARP map[uint32]time.Time
+	slow     *slowpath.Pool
+	hostRx   []*nic.Frame
+	hostTx   []*nic.Frame
+	hostMu   sync.Mutex
+	closed   chan struct{}
+	once     sync.Once
+	arpMu    sync.Mutex
+	lastARP  map[uint32]time.Time
+	hold     holdQueue
+	heldSent atomic.Uint64 // held frames sent
 }
 
 // NewControl returns the control plane for e.
@@ -90,10 +97,12 @@ func NewControl(e *Engine, cfg ControlConfig) *Control {
 
 // Stats returns the counters.
 func (c *Control) Stats() ControlStats {
-	return ControlStats{WANFrames: c.stats.wan.Load(), WANDropped: c.stats.wanDrop.Load(),
+	s := ControlStats{WANFrames: c.stats.wan.Load(), WANDropped: c.stats.wanDrop.Load(),
 		ARPReplies: c.stats.arpRep.Load(), ARPLearned: c.stats.arpLearn.Load(), ARPRequests: c.stats.arpReq.Load(),
 		EchoReplies: c.stats.echo.Load(), ToHost: c.stats.toHost.Load(), FromHost: c.stats.fromHost.Load(),
-		Ignored: c.stats.ignored.Load()}
+		Ignored: c.stats.ignored.Load(), HeldSent: c.heldSent.Load()}
+	s.Held, s.HeldDropped, s.HeldWaiting = c.hold.counts()
+	return s
 }
 
 // Run polls until ctx is done. LAN exceptions are handled on a bounded
@@ -162,15 +171,37 @@ func (c *Control) handle(j *slowpath.Job) {
 	case FromLAN:
 		c.fromLAN(b)
 	case Unresolved:
-		if len(b) >= hdr.EthernetLen+hdr.IPv4MinLen {
-			c.resolve(hdr.IPv4(b[hdr.EthernetLen:]).Dst())
+		if len(b) < hdr.EthernetLen+hdr.IPv4MinLen {
+			c.stats.ignored.Add(1)
+			return
 		}
-		c.stats.ignored.Add(1)
+		dst := hdr.IPv4(b[hdr.EthernetLen:]).Dst()
+		c.hold.add(dst, b, time.Now())
+		c.resolve(dst)
+		// The host may have answered between the worker's lookup and now.
+		if mac, ok := c.e.neighbors.Load().Lookup(dst); ok {
+			c.sendHeld(dst, mac)
+		}
 	case FromWANIP:
 		if !c.echoReplyWAN(&j.Frame) {
 			c.stats.ignored.Add(1)
 		}
 	}
+}
+
+// sendHeld sends the frames held for ip, now that its MAC is known.
+func (c *Control) sendHeld(ip uint32, mac [6]byte) {
+	frames := c.hold.take(ip)
+	if frames == nil {
+		return
+	}
+	for _, b := range frames {
+		copy(b[0:6], mac[:])
+		if c.e.Send(ToLAN, b) == nil {
+			c.heldSent.Add(1)
+		}
+	}
+	c.hold.giveBack(frames)
 }
 
 // SlowStats returns the slow-path pool's counters.
@@ -235,6 +266,7 @@ func (c *Control) fromLAN(b []byte) {
 				c.e.SetNeighbor(spa, sha)
 				c.stats.arpLearn.Add(1)
 			}
+			c.sendHeld(spa, sha)
 		}
 		if c.cfg.Host == nil {
 			if op == 1 && tpa == cfg.RouterAddr {

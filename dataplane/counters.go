@@ -68,7 +68,7 @@ type Counters struct {
 	ICMPRateLimited uint64 // ICMP errors suppressed by the rate limit
 	Clamped         uint64 // TCP SYNs whose MSS was clamped
 	Redirected      uint64 // frames handed to another worker
-	Unresolved      uint64 // LAN next hop unknown: dropped, ARP request sent
+	Unresolved      uint64 // LAN next hop unknown: held by the control plane while ARP resolves it
 	Fragments       uint64 // IPv4 fragments made for the PPPoE MTU (DF clear)
 	Drops           [numReasons]uint64
 	CPUNanos        uint64 // thread CPU time since start (if measured)

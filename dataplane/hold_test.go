@@ -1,0 +1,177 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic/memport"
+)
+
+// TestHoldQueueBounds: per address the newest HoldPerHost frames are kept
+// in order, no more than HoldHosts addresses wait, entries older than
+// HoldTimeout are given up, and buffers are reused.
+func TestHoldQueueBounds(t *testing.T) {
+	var h holdQueue
+	now := time.Unix(1000, 0)
+	for i := 0; i < HoldPerHost+2; i++ {
+		if !h.add(1, []byte{byte(i)}, now) {
+			t.Fatalf("frame %d refused", i)
+		}
+	}
+	if held, dropped, waiting := h.counts(); held != HoldPerHost+2 || dropped != 2 || waiting != HoldPerHost {
+		t.Fatalf("held %d dropped %d waiting %d, want %d, 2, %d", held, dropped, waiting, HoldPerHost+2, HoldPerHost)
+	}
+	got := h.take(1)
+	if len(got) != HoldPerHost {
+		t.Fatalf("took %d frames, want %d", len(got), HoldPerHost)
+	}
+	for i, b := range got {
+		if len(b) != 1 || b[0] != byte(i+2) {
+			t.Fatalf("frame %d is %v, want the newest %d in order", i, b, HoldPerHost)
+		}
+	}
+	if h.take(1) != nil {
+		t.Fatal("take twice returned frames")
+	}
+	h.giveBack(got)
+	// The two frames pushed out gave their buffers to the two after them.
+	if len(h.free) != HoldPerHost {
+		t.Fatalf("%d free buffers after give-back, want %d (reused, not made anew)", len(h.free), HoldPerHost)
+	}
+
+	for a := uint32(0); a < HoldHosts; a++ {
+		if !h.add(100+a, []byte{1}, now) {
+			t.Fatalf("address %d refused below HoldHosts", a)
+		}
+	}
+	if h.add(99, []byte{1}, now) {
+		t.Fatal("an address beyond HoldHosts was accepted")
+	}
+	if !h.add(100, []byte{2}, now) {
+		t.Fatal("a waiting address refused a second frame")
+	}
+	// Past the timeout everything is given up and room is made.
+	if !h.add(99, []byte{1}, now.Add(HoldTimeout+time.Millisecond)) {
+		t.Fatal("refused after the others timed out")
+	}
+	if _, _, waiting := h.counts(); waiting != 1 {
+		t.Fatalf("%d frames wait after the timeout, want 1", waiting)
+	}
+}
+
+// TestControlHoldsUnresolved: a downlink packet for a LAN host whose MAC
+// the router does not know is held while the control plane asks for it
+// (ARP), and delivered, addressed to the MAC the host answers with, once
+// it does; beyond HoldPerHost the oldest are dropped and counted.
+func TestControlHoldsUnresolved(t *testing.T) {
+	lan := memport.New("lan", 1, 256)
+	wan := memport.New("wan", 1, 256)
+	e, err := New(Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetSession(testSession())
+	e.SetNeighbors(map[uint32][6]byte{hostIP: hostMAC})
+	ctl := NewControl(e, ControlConfig{WANMAC: wanMAC})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	e.Start()
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = ctl.Run(ctx) }()
+	defer func() {
+		cancel()
+		wg.Wait()
+		if err := e.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	// An uplink packet makes the NAT mapping.
+	lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 4000, dport: 53, proto: layers.IPProtocolUDP, payload: 20}))
+	var ext uint16
+	waitFor(t, "uplink", 5*time.Second, func() bool {
+		wan.Drain(0, func(b []byte) {
+			if len(b) >= 14+8+20+4 && binary.BigEndian.Uint16(b[12:]) == hdr.EtherTypePPPoESess {
+				ext = binary.BigEndian.Uint16(b[14+8+20:])
+			}
+		})
+		return ext != 0
+	})
+	// The router forgets the host; replies arrive.
+	e.SetNeighbors(map[uint32][6]byte{})
+	const replies = HoldPerHost + 2
+	for i := 0; i < replies; i++ {
+		wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: ext, proto: layers.IPProtocolUDP, payload: 30 + i}))
+	}
+	waitFor(t, "replies held", 5*time.Second, func() bool { return ctl.Stats().Held == replies })
+	var arpReqs int
+	lan.Drain(0, func(b []byte) {
+		switch hdr.Ethernet(b).Type() {
+		case hdr.EtherTypeARP:
+			if binary.BigEndian.Uint16(b[20:]) == 1 && binary.BigEndian.Uint32(b[38:]) == hostIP {
+				arpReqs++
+			}
+		case hdr.EtherTypeIPv4:
+			t.Errorf("an IPv4 frame left before the host was resolved: %x", b)
+		}
+	})
+	if arpReqs == 0 {
+		t.Fatal("no ARP request for the unresolved host")
+	}
+	// The host answers from a new MAC.
+	newMAC := [6]byte{0x02, 0, 0, 0, 0, 0x99}
+	arp := make([]byte, 42)
+	copy(arp, routerMAC[:])
+	copy(arp[6:], newMAC[:])
+	binary.BigEndian.PutUint16(arp[12:], hdr.EtherTypeARP)
+	binary.BigEndian.PutUint32(arp[14:], 0x00010800)
+	arp[18], arp[19] = 6, 4
+	binary.BigEndian.PutUint16(arp[20:], 2)
+	copy(arp[22:28], newMAC[:])
+	binary.BigEndian.PutUint32(arp[28:], hostIP)
+	copy(arp[32:38], routerMAC[:])
+	binary.BigEndian.PutUint32(arp[38:], routerIP)
+	lan.Inject(0, arp)
+	var got [][]byte
+	waitFor(t, "held replies delivered", 5*time.Second, func() bool {
+		lan.Drain(0, func(b []byte) {
+			if hdr.Ethernet(b).Type() == hdr.EtherTypeIPv4 {
+				got = append(got, append([]byte(nil), b...))
+			}
+		})
+		return len(got) >= HoldPerHost
+	})
+	time.Sleep(20 * time.Millisecond)
+	lan.Drain(0, func(b []byte) {
+		if hdr.Ethernet(b).Type() == hdr.EtherTypeIPv4 {
+			got = append(got, append([]byte(nil), b...))
+		}
+	})
+	if len(got) != HoldPerHost {
+		t.Fatalf("%d frames delivered, want the newest %d", len(got), HoldPerHost)
+	}
+	for i, b := range got {
+		if [6]byte(b[0:6]) != newMAC || [6]byte(b[6:12]) != routerMAC {
+			t.Fatalf("frame %d from %x to %x, want %x to %x", i, b[6:12], b[0:6], routerMAC, newMAC)
+		}
+		p := decodeIPv4(t, b[14:])
+		u := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
+		if u.DstPort != 4000 || len(u.Payload) != 30+i+2 {
+			t.Fatalf("frame %d: port %d payload %d, want 4000 and %d (oldest dropped, order kept)", i, u.DstPort, len(u.Payload), 30+i+2)
+		}
+	}
+	st := ctl.Stats()
+	if st.Held != replies || st.HeldSent != HoldPerHost || st.HeldDropped != 2 || st.HeldWaiting != 0 || st.ARPLearned != 1 {
+		t.Fatalf("control stats %+v", st)
+	}
+	if mac, ok := e.neighbors.Load().Lookup(hostIP); !ok || mac != newMAC {
+		t.Fatalf("neighbour %x %v, want %x", mac, ok, newMAC)
+	}
+}
