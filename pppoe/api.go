@@ -2,32 +2,39 @@ package pppoe
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
 // AuthProto is a set of PPP authentication protocols.
 type AuthProto uint8
 
-// Authentication protocols. MS-CHAPv2 is not implemented (it needs MD4).
+// Authentication protocols.
 const (
 	AuthPAP AuthProto = 1 << iota
 	AuthCHAPMD5
+	AuthMSCHAPv2 // MS-CHAPv2 (RFC 2759), with the authenticator's response checked
 	// AuthAny allows every implemented protocol.
-	AuthAny = AuthPAP | AuthCHAPMD5
+	AuthAny = AuthPAP | AuthCHAPMD5 | AuthMSCHAPv2
 )
 
 func (a AuthProto) String() string {
-	switch a {
-	case 0:
+	if a == 0 {
 		return "none"
-	case AuthPAP:
-		return "PAP"
-	case AuthCHAPMD5:
-		return "CHAP-MD5"
-	case AuthAny:
-		return "PAP|CHAP-MD5"
 	}
-	return fmt.Sprintf("auth(%#x)", uint8(a))
+	if a&^AuthAny != 0 {
+		return fmt.Sprintf("auth(%#x)", uint8(a))
+	}
+	var names []string
+	for _, p := range []struct {
+		a AuthProto
+		s string
+	}{{AuthPAP, "PAP"}, {AuthCHAPMD5, "CHAP-MD5"}, {AuthMSCHAPv2, "MS-CHAPv2"}} {
+		if a&p.a != 0 {
+			names = append(names, p.s)
+		}
+	}
+	return strings.Join(names, "|")
 }
 
 // State is the client's connection state.

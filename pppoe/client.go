@@ -611,7 +611,14 @@ func (c *Client) publishSession() {
 
 func (c *Client) authResult(ok bool, _ string, msg string) {
 	if ok {
-		c.st.AuthProto = map[uint16]AuthProto{pppPAP: AuthPAP, pppCHAP: AuthCHAPMD5}[c.link.authProto]
+		switch {
+		case c.link.authProto == pppPAP:
+			c.st.AuthProto = AuthPAP
+		case c.link.authProto == pppCHAP && c.link.authAlg == chapMSv2:
+			c.st.AuthProto = AuthMSCHAPv2
+		case c.link.authProto == pppCHAP:
+			c.st.AuthProto = AuthCHAPMD5
+		}
 		return
 	}
 	c.setError("%s", msg)

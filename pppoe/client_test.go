@@ -39,6 +39,9 @@ func TestClientServerAuth(t *testing.T) {
 		{name: "vlan7-ipv6", srv: AuthCHAPMD5, cli: AuthAny, want: AuthCHAPMD5, vlan: 7, ipv6: true, wantMTU: 1492},
 		{name: "rfc4638", srv: AuthCHAPMD5, cli: AuthAny, want: AuthCHAPMD5, mtuC: 1500, mtuS: 1500, wantMTU: 1500},
 		{name: "rfc4638-ac-without-tag", srv: AuthCHAPMD5, cli: AuthAny, want: AuthCHAPMD5, mtuC: 1500, mtuS: 1492, wantMTU: 1492},
+		{name: "mschapv2", srv: AuthMSCHAPv2, cli: AuthAny, want: AuthMSCHAPv2, wantMTU: 1492},
+		{name: "server-prefers-chap-client-only-mschapv2", srv: AuthAny, cli: AuthMSCHAPv2, want: AuthMSCHAPv2, wantMTU: 1492},
+		{name: "server-mschapv2-client-chap-or-pap", srv: AuthMSCHAPv2 | AuthPAP, cli: AuthCHAPMD5 | AuthPAP, want: AuthPAP, wantMTU: 1492},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newSimPair(t, func(c *ClientConfig) {
@@ -134,6 +137,44 @@ func TestWrongPasswordBackoff(t *testing.T) {
 	}
 	if c := p.s.Counters(); c.AuthFailed != uint64(len(fails)) || c.AuthOK != 0 {
 		t.Fatalf("server counters %+v for %d failures", c, len(fails))
+	}
+}
+
+// TestMSCHAPv2WrongPassword: the AC answers a wrong MS-CHAPv2 response
+// with Failure E=691 and the client backs off.
+func TestMSCHAPv2WrongPassword(t *testing.T) {
+	p := newSimPair(t, func(c *ClientConfig) { c.Password = "wrong" }, func(s *ServerConfig) { s.Auth = AuthMSCHAPv2 })
+	p.net.run(2*time.Minute, nil)
+	st := p.c.Status()
+	if p.up() || !strings.Contains(st.LastError, "authentication failed (CHAP): E=691 R=0 C=") {
+		t.Fatalf("up %v, last error %q", p.up(), st.LastError)
+	}
+	if c := p.s.Counters(); c.AuthFailed == 0 || c.AuthOK != 0 {
+		t.Fatalf("server counters %+v", c)
+	}
+}
+
+// TestMSCHAPv2BadAuthenticator: a server whose Success does not carry the
+// authenticator response for our password (it does not know it: a rogue
+// or misconfigured BRAS) is refused, although it said Success.
+func TestMSCHAPv2BadAuthenticator(t *testing.T) {
+	p := newSimPair(t, nil, func(s *ServerConfig) { s.Auth = AuthMSCHAPv2 })
+	forged := 0
+	p.net.drop = func(from *simNode, b []byte) bool {
+		// PPPoE session, PPP CHAP, code Success: change a digit of S=.
+		if from == p.sn && len(b) > 30 && b[12] == 0x88 && b[13] == 0x64 && b[20] == 0xc2 && b[21] == 0x23 && b[22] == CHAPSucc {
+			if b[26] != 'S' || b[27] != '=' {
+				t.Errorf("MS-CHAPv2 Success without S=: %q", b[26:])
+			}
+			b[28] ^= 1
+			forged++
+		}
+		return false
+	}
+	p.net.run(30*time.Second, nil)
+	st := p.c.Status()
+	if forged == 0 || p.up() || !strings.Contains(st.LastError, "authenticator response is wrong") {
+		t.Fatalf("forged %d, up %v, last error %q", forged, p.up(), st.LastError)
 	}
 }
 

@@ -54,6 +54,7 @@ const (
 	PAPAck    uint8 = 2
 	PAPNak    uint8 = 3
 	chapMD5   uint8 = 5
+	chapMSv2  uint8 = 0x81 // MS-CHAPv2 (RFC 2759)
 	lcpHdrLen       = 4
 )
 

@@ -1,9 +1,12 @@
 package pppoe
 
 import (
+	"bytes"
 	"crypto/md5"
 	"crypto/subtle"
 	"encoding/binary"
+	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
@@ -95,17 +98,25 @@ type link struct {
 	reqMRU, reqMagic     bool
 	ourMRU, hisMRU       int
 	reqAuth              uint16 // server: protocol we ask for (0: none)
+	reqAlg               uint8  // server: CHAP algorithm we ask for
 	authProto            uint16 // negotiated authentication protocol
+	authAlg              uint8  // its CHAP algorithm (chapMD5, chapMSv2)
 	authFailed, authDone bool
 	echoRejected         bool
 
 	// authentication
-	authID     uint8
-	authTimer  time.Time
-	authDead   time.Time
-	authTries  int
-	challenge  []byte
-	user       string
+	authID    uint8
+	authTimer time.Time
+	authDead  time.Time
+	authTries int
+	challenge []byte
+	user      string
+	// MS-CHAPv2: the client's peer challenge and NT-Response, for checking
+	// the authenticator response; the server's Success message, resent
+	// with a retransmitted response.
+	peerChal   [16]byte
+	ntResp     [24]byte
+	succMsg    []byte
 	authMsg    string
 	peerAuthOK bool
 
@@ -150,13 +161,13 @@ func (l *link) resetLCP() {
 	l.reqMRU, l.reqMagic = true, true
 	l.ourMRU, l.hisMRU = l.cfg.mru, 1500
 	l.magic = l.newMagic()
-	l.reqAuth = 0
+	l.reqAuth, l.reqAlg = 0, 0
 	if l.cfg.role == roleServer {
-		switch {
-		case l.cfg.auth&AuthCHAPMD5 != 0:
-			l.reqAuth = pppCHAP
-		case l.cfg.auth&AuthPAP != 0:
-			l.reqAuth = pppPAP
+		for _, a := range authOrder {
+			if l.cfg.auth&a.set != 0 {
+				l.reqAuth, l.reqAlg = a.proto, a.alg
+				break
+			}
 		}
 	}
 }
@@ -331,7 +342,7 @@ func (h *lcpHandler) addCI(b []byte) []byte {
 	}
 	switch l.reqAuth {
 	case pppCHAP:
-		b = appendOpt(b, OptAuthProto, 0xc2, 0x23, chapMD5)
+		b = appendOpt(b, OptAuthProto, 0xc2, 0x23, l.reqAlg)
 	case pppPAP:
 		b = appendOpt(b, OptAuthProto, 0xc0, 0x23)
 	}
@@ -354,12 +365,16 @@ func (h *lcpHandler) nakCI(opts []Option) {
 		case o.Type == OptAuthProto && len(o.Value) >= 2 && l.reqAuth != 0:
 			switch p := be16(o.Value); {
 			case p == pppPAP && l.cfg.auth&AuthPAP != 0:
-				l.reqAuth = pppPAP
-			case p == pppCHAP && len(o.Value) == 3 && o.Value[2] == chapMD5 && l.cfg.auth&AuthCHAPMD5 != 0:
-				l.reqAuth = pppCHAP
+				l.reqAuth, l.reqAlg = pppPAP, 0
+			case p == pppCHAP && len(o.Value) == 3 && chapAllowed(o.Value[2], l.cfg.auth):
+				l.reqAuth, l.reqAlg = pppCHAP, o.Value[2]
 			default:
-				l.lcp.reason = "peer refuses our authentication protocols"
-				l.authFailed = true
+				// The peer wants one we do not offer: try our next one.
+				var ok bool
+				if l.reqAuth, l.reqAlg, ok = nextAuth(l.reqAuth, l.reqAlg, l.cfg.auth); !ok {
+					l.lcp.reason = "peer refuses our authentication protocols"
+					l.authFailed = true
+				}
 			}
 		}
 	}
@@ -411,7 +426,7 @@ func (r *optReply) finish(raw, out []byte) (uint8, []byte) {
 func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uint8, []byte) {
 	l := (*link)(h)
 	r := optReply{rejectOnly: rejectOnly}
-	mru, magic, auth := 1500, uint32(0), uint16(0)
+	mru, magic, auth, alg := 1500, uint32(0), uint16(0), uint8(0)
 	for _, o := range opts {
 		switch o.Type {
 		case OptMRU:
@@ -446,12 +461,14 @@ func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uin
 			}
 			p := be16(o.Value)
 			switch {
-			case p == pppCHAP && len(o.Value) == 3 && o.Value[2] == chapMD5 && l.cfg.auth&AuthCHAPMD5 != 0:
-				auth = pppCHAP
+			case p == pppCHAP && len(o.Value) == 3 && chapAllowed(o.Value[2], l.cfg.auth):
+				auth, alg = pppCHAP, o.Value[2]
 			case p == pppPAP && len(o.Value) == 2 && l.cfg.auth&AuthPAP != 0:
 				auth = pppPAP
 			case l.cfg.auth&AuthCHAPMD5 != 0:
 				r.nakOpt(OptAuthProto, 0xc2, 0x23, chapMD5)
+			case l.cfg.auth&AuthMSCHAPv2 != 0:
+				r.nakOpt(OptAuthProto, 0xc2, 0x23, chapMSv2)
 			default:
 				r.nakOpt(OptAuthProto, 0xc0, 0x23)
 			}
@@ -463,7 +480,7 @@ func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uin
 	if code == ConfAck {
 		l.hisMRU, l.peerMagic = mru, magic
 		if l.cfg.role == roleClient {
-			l.authProto = auth
+			l.authProto, l.authAlg = auth, alg
 		}
 	}
 	return code, out
@@ -472,7 +489,7 @@ func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uin
 func (h *lcpHandler) up() {
 	l := (*link)(h)
 	if l.cfg.role == roleServer {
-		l.authProto = l.reqAuth
+		l.authProto, l.authAlg = l.reqAuth, l.reqAlg
 	}
 	l.echoPending = 0
 	if l.cfg.echoInterval > 0 && !l.echoRejected {
@@ -654,6 +671,33 @@ func (l *link) authRetransmit() {
 	l.authTimer = l.now.Add(l.cfg.restart)
 }
 
+// authOrder is the order in which a server offers protocols.
+var authOrder = [...]struct {
+	proto uint16
+	alg   uint8
+	set   AuthProto
+}{{pppCHAP, chapMD5, AuthCHAPMD5}, {pppCHAP, chapMSv2, AuthMSCHAPv2}, {pppPAP, 0, AuthPAP}}
+
+// nextAuth returns the protocol in auth that follows (proto, alg) in
+// authOrder; ok is false when there is none.
+func nextAuth(proto uint16, alg uint8, auth AuthProto) (uint16, uint8, bool) {
+	i := 0
+	for i < len(authOrder) && (authOrder[i].proto != proto || authOrder[i].alg != alg) {
+		i++
+	}
+	for i++; i < len(authOrder); i++ {
+		if auth&authOrder[i].set != 0 {
+			return authOrder[i].proto, authOrder[i].alg, true
+		}
+	}
+	return proto, alg, false
+}
+
+// chapAllowed reports whether CHAP algorithm alg is in auth.
+func chapAllowed(alg uint8, auth AuthProto) bool {
+	return (alg == chapMD5 && auth&AuthCHAPMD5 != 0) || (alg == chapMSv2 && auth&AuthMSCHAPv2 != 0)
+}
+
 func chapMD5Response(id uint8, secret string, challenge []byte) [16]byte {
 	h := md5.New()
 	h.Write([]byte{id})
@@ -679,9 +723,26 @@ func (l *link) clientAuthInput(proto uint16, p ControlPacket) {
 		if err != nil {
 			return
 		}
-		r := chapMD5Response(p.ID, l.cfg.pass, v.Value)
 		out := append(l.scratch[:0], CHAPResp, p.ID, 0, 0)
-		out = CHAPValue{r[:], []byte(l.cfg.user)}.Append(out)
+		if l.authAlg == chapMSv2 {
+			if len(v.Value) != 16 {
+				return
+			}
+			// A retransmitted challenge (same id) gets the same answer.
+			if p.ID != l.authID || l.ntResp == [24]byte{} || !bytes.Equal(v.Value, l.challenge) {
+				binary.BigEndian.PutUint64(l.peerChal[0:], l.cfg.rand())
+				binary.BigEndian.PutUint64(l.peerChal[8:], l.cfg.rand())
+				l.ntResp = msv2NTResponse(v.Value, l.peerChal[:], l.cfg.user, l.cfg.pass)
+				l.challenge = append(l.challenge[:0], v.Value...)
+			}
+			var val [msv2ValueLen]byte
+			copy(val[msv2PeerChal:], l.peerChal[:])
+			copy(val[msv2NTResp:], l.ntResp[:])
+			out = CHAPValue{val[:], []byte(l.cfg.user)}.Append(out)
+		} else {
+			r := chapMD5Response(p.ID, l.cfg.pass, v.Value)
+			out = CHAPValue{r[:], []byte(l.cfg.user)}.Append(out)
+		}
 		l.authID = p.ID
 		l.sendControl(pppCHAP, out)
 	case proto == pppCHAP && (p.Code == CHAPSucc || p.Code == CHAPFail):
@@ -692,6 +753,15 @@ func (l *link) clientAuthInput(proto uint16, p ControlPacket) {
 		if p.Code == CHAPFail {
 			l.failAuth("authentication failed (CHAP): "+msg, true)
 			return
+		}
+		if l.authAlg == chapMSv2 {
+			// Mutual authentication: the server must prove it knows the
+			// password too.
+			want := msv2AuthenticatorResponse(l.cfg.pass, l.ntResp, l.peerChal[:], l.challenge, l.cfg.user)
+			if !msv2CheckSuccess(p.Data, want) {
+				l.failAuth("MS-CHAPv2: the server's authenticator response is wrong: "+msg, true)
+				return
+			}
 		}
 		l.authSucceeded(msg)
 	case proto == pppPAP && (p.Code == PAPAck || p.Code == PAPNak):
@@ -724,12 +794,22 @@ func (l *link) serverAuthInput(proto uint16, p ControlPacket) {
 			ok = user == l.user
 		} else {
 			secret, known := l.cfg.users[user]
-			want := chapMD5Response(p.ID, secret, l.challenge)
-			ok = known && subtle.ConstantTimeCompare(want[:], v.Value) == 1
+			if l.authAlg == chapMSv2 {
+				ok = known && l.msv2Verify(v.Value, user, secret)
+			} else {
+				want := chapMD5Response(p.ID, secret, l.challenge)
+				ok = known && subtle.ConstantTimeCompare(want[:], v.Value) == 1
+			}
 		}
-		code, msg := CHAPSucc, "Access granted"
-		if !ok {
-			code, msg = CHAPFail, "Authentication failed"
+		code, msg := CHAPSucc, []byte("Access granted")
+		switch {
+		case !ok && l.authAlg == chapMSv2:
+			// RFC 2759 section 6: E=691 (authentication failure), no retry.
+			code, msg = CHAPFail, []byte("E=691 R=0 C="+strings.ToUpper(hex.EncodeToString(l.challenge))+" V=3 M=Authentication failed")
+		case !ok:
+			code, msg = CHAPFail, []byte("Authentication failed")
+		case l.authAlg == chapMSv2:
+			msg = l.succMsg
 		}
 		out := append(l.scratch[:0], code, p.ID, 0, 0)
 		out = append(out, msg...)
@@ -761,6 +841,22 @@ func (l *link) serverAuthInput(proto uint16, p ControlPacket) {
 	}
 	l.user = user
 	l.authSucceeded("")
+}
+
+// msv2Verify checks an MS-CHAPv2 Response value against the password
+// and, when it matches, keeps the Success message with the authenticator
+// response.
+func (l *link) msv2Verify(val []byte, user, password string) bool {
+	if len(val) != msv2ValueLen || val[msv2Flags] != 0 {
+		return false
+	}
+	peerChal := val[msv2PeerChal : msv2PeerChal+16]
+	want := msv2NTResponse(l.challenge, peerChal, user, password)
+	if subtle.ConstantTimeCompare(want[:], val[msv2NTResp:msv2NTResp+24]) != 1 {
+		return false
+	}
+	l.succMsg = []byte(msv2AuthenticatorResponse(password, want, peerChal, l.challenge, user) + " M=Access granted")
+	return true
 }
 
 func (l *link) failAuth(msg string, wrong bool) {

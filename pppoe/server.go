@@ -25,8 +25,9 @@ type ServerConfig struct {
 	// ServiceName is offered in PADO; PADI/PADR asking for another
 	// non-empty service get a Service-Name-Error ("" = serve any).
 	ServiceName string
-	// Auth is the set of protocols offered (default CHAP-MD5, then PAP
-	// when the client Naks CHAP and Auth includes PAP).
+	// Auth is the set of protocols offered (default CHAP-MD5): CHAP-MD5
+	// first, then MS-CHAPv2, then PAP, each when Auth includes it; the
+	// client's Nak may pick another one Auth includes.
 	Auth  AuthProto
 	Users map[string]string
 	// LocalAddr is the AC's IPCP address; PoolFirst..PoolLast are handed

@@ -134,7 +134,8 @@ var (
 )
 
 // TestIntegrationRealBRAS runs pppfwd's client against rp-pppoe's
-// pppoe-server and pppd in the VM, with CHAP then PAP: session up, IPCP
+// pppoe-server and pppd in the VM, with CHAP, PAP and MS-CHAPv2 (pppd's
+// authenticator response checked): session up, IPCP
 // address and DNS learned, ICMP both ways, LCP echoes answered, the server
 // hanging up (pppd terminated: LCP Terminate + PADT; pppd killed: bare
 // PADT) and the client reconnecting, and the client's own shutdown ending
@@ -165,6 +166,8 @@ func TestIntegrationRealBRAS(t *testing.T) {
 		// rp-pppoe's pppoe-server does not implement RFC 4638: a client
 		// asking for 1500 must fall back to 1492.
 		{"CHAP-MTU1500-fallback", pppoe.AuthCHAPMD5, "chap", "require-chap", 1500, false},
+		// MS-CHAPv2, the server's authenticator response checked.
+		{"MSCHAPv2", pppoe.AuthMSCHAPv2, "chap", "require-mschap-v2", 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ran = append(ran, tc.proto)
@@ -412,8 +415,8 @@ var (
 )
 
 // TestIntegrationRealClient runs pppfwd's access concentrator on the tap
-// against the kernel pppd client (rp-pppoe.so plugin) in the VM, with CHAP
-// then PAP: session up, address and DNS assigned, pppd hanging up (the AC
+// against the kernel pppd client (rp-pppoe.so plugin) in the VM, with CHAP,
+// PAP and MS-CHAPv2 (pppd checks our authenticator response): session up, address and DNS assigned, pppd hanging up (the AC
 // drops the session on its PADT) and dialling again, ping both ways, and the
 // AC's shutdown ending pppd's session.
 func TestIntegrationRealClient(t *testing.T) {
@@ -433,6 +436,7 @@ func TestIntegrationRealClient(t *testing.T) {
 		// RFC 4638: baby-jumbo (1508-byte) Ethernet MTU on both ends,
 		// pppd asks for PPP-Max-Payload 1500.
 		{"CHAP-MTU1500", pppoe.AuthCHAPMD5, "chap", 1500, false},
+		{"MSCHAPv2", pppoe.AuthMSCHAPv2, "chap", 1492, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ran = append(ran, tc.proto)

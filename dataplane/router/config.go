@@ -134,8 +134,10 @@ func (c *Config) set(key, val string) error {
 			c.PPPoE.Auth = pppoe.AuthPAP
 		case "chap":
 			c.PPPoE.Auth = pppoe.AuthCHAPMD5
+		case "mschapv2":
+			c.PPPoE.Auth = pppoe.AuthMSCHAPv2
 		default:
-			return fmt.Errorf("%q: want any, pap or chap", val)
+			return fmt.Errorf("%q: want any, pap, chap or mschapv2", val)
 		}
 	case "shaper.up":
 		c.Up, err = shaper.ParseSpec(val)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 func TestExampleConfigParses(t *testing.T) {
@@ -38,6 +39,7 @@ func TestConfigErrors(t *testing.T) {
 		{base + "nat.ports 2000-1000\n", "nat.ports"},
 		{base + "pppoe.mtu 9000\n", "out of range"},
 		{base + "keyonly\n", "no value"},
+		{base + "pppoe.auth mschap\n", "want any, pap, chap or mschapv2"},
 	}
 	for _, c := range cases {
 		_, err := ParseConfig(strings.NewReader(c.text))
@@ -51,6 +53,18 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if len(c.NAT.Forwards) != 2 || c.NAT.Forwards[0].LANPort != 8443 || c.NAT.Forwards[1].ExtPort != 53 || c.NAT.Filtering != nat.AddressDependent {
 		t.Fatalf("forwards %+v", c.NAT)
+	}
+}
+
+func TestConfigAuth(t *testing.T) {
+	base := "lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n"
+	for val, want := range map[string]pppoe.AuthProto{
+		"any": pppoe.AuthAny, "pap": pppoe.AuthPAP, "chap": pppoe.AuthCHAPMD5, "mschapv2": pppoe.AuthMSCHAPv2,
+	} {
+		c, err := ParseConfig(strings.NewReader(base + "pppoe.auth " + val + "\n"))
+		if err != nil || c.PPPoE.Auth != want {
+			t.Errorf("pppoe.auth %s: %v, %v; want %v", val, c.PPPoE.Auth, err, want)
+		}
 	}
 }
 
