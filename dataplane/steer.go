@@ -12,14 +12,21 @@ const (
 	toControl = -1 // PPPoE discovery, PPP control protocols, non-PPPoE
 	toDrop    = -2 // counted as DropBadPPPoE
 	toIPv6    = -3 // PPP IPv6 data: not forwarded by the IPv4 fast path
+	// toLaterFrag: an IPv4 fragment other than the first; the steerer
+	// sends it where its datagram's first fragment went (see frag.go).
+	toLaterFrag = -4
+	// steerFirst is or-ed into the worker of a first fragment, so that
+	// the steerer remembers where its datagram goes.
+	steerFirst = 1 << 16
 )
 
 // classify reads fixed offsets of a WAN frame and returns the worker that
 // owns it (by inner destination port, ICMP echo id, or for ICMP errors the
 // embedded header's source port/id), or a negative target. It never reads
 // past b. Frames whose inner packet cannot be keyed cheaply (IP options,
-// later fragments, truncated headers) go to worker 0, whose full parser
-// drops and counts them.
+// truncated headers) go to worker 0, whose full parser drops and counts
+// them. A first fragment's worker has steerFirst or-ed in; a later
+// fragment is toLaterFrag.
 func classify(b []byte, owner *[65536]uint8) int {
 	if len(b) < hdr.EthernetLen {
 		return toDrop
@@ -48,18 +55,23 @@ func classify(b []byte, owner *[65536]uint8) int {
 		return toControl
 	}
 	ip := p + hdr.PPPoELen + hdr.PPPLen
-	if len(b) < ip+hdr.IPv4MinLen+8 || b[ip] != 0x45 ||
-		binary.BigEndian.Uint16(b[ip+6:])&0x1fff != 0 {
+	if len(b) < ip+hdr.IPv4MinLen+8 || b[ip] != 0x45 {
 		return 0
+	}
+	first := 0
+	if fr := binary.BigEndian.Uint16(b[ip+6:]); fr&0x1fff != 0 {
+		return toLaterFrag
+	} else if fr&0x2000 != 0 {
+		first = steerFirst
 	}
 	l4 := ip + hdr.IPv4MinLen
 	switch b[ip+9] {
 	case hdr.ProtoTCP, hdr.ProtoUDP:
-		return int(owner[binary.BigEndian.Uint16(b[l4+2:])])
+		return int(owner[binary.BigEndian.Uint16(b[l4+2:])]) | first
 	case hdr.ProtoICMP:
 		switch b[l4] {
 		case hdr.ICMPEchoReply, hdr.ICMPEcho:
-			return int(owner[binary.BigEndian.Uint16(b[l4+4:])])
+			return int(owner[binary.BigEndian.Uint16(b[l4+4:])]) | first
 		case hdr.ICMPDestUnreach, hdr.ICMPTimeExceeded, hdr.ICMPParamProblem:
 			in := l4 + hdr.ICMPLen
 			if len(b) < in+hdr.IPv4MinLen+8 || b[in] != 0x45 {
@@ -93,6 +105,7 @@ type steerer struct {
 	clock   func() int64
 	rearm   []*nic.Frame
 	minFree int
+	frags   fragTable // datagram -> worker of its first fragment
 }
 
 func newSteerer(e *Engine, c *Counters) *steerer {
@@ -182,7 +195,11 @@ func (s *steerer) pollQueue(q int) int {
 	}
 	t0 := s.clock()
 	for _, f := range s.rx[:got] {
-		switch w := classify(f.Data(), s.owner); {
+		w := classify(f.Data(), s.owner)
+		if w >= steerFirst || w == toLaterFrag {
+			w = s.steerFragment(f.Data(), w, t0)
+		}
+		switch {
 		case w >= 0:
 			s.out[w] = append(s.out[w], f)
 		case w == toControl:
@@ -204,6 +221,32 @@ func (s *steerer) pollQueue(q int) int {
 	s.c.SteerPackets += uint64(got)
 	s.c.SteerNanos += uint64(s.clock() - t0)
 	return got
+}
+
+// steerFragment remembers the worker of a first fragment (w has
+// steerFirst set) and sends a later one to the worker its first went to
+// (worker 0, which drops it, when none is known).
+func (s *steerer) steerFragment(b []byte, w int, now int64) int {
+	ip := wanIPv4(b)
+	if w >= steerFirst {
+		w &^= steerFirst
+		s.frags.put(ip, uint32(w), now)
+		return w
+	}
+	if k, ok := s.frags.get(ip, now); ok && int(k) < len(s.links) {
+		return int(k)
+	}
+	return 0
+}
+
+// wanIPv4 returns the IPv4 header of a PPPoE session frame classify has
+// checked (VLAN tag or not).
+func wanIPv4(b []byte) hdr.IPv4 {
+	o := hdr.EthernetLen
+	if binary.BigEndian.Uint16(b[12:]) == hdr.EtherTypeVLAN {
+		o += 4
+	}
+	return hdr.IPv4(b[o+hdr.PPPoELen+hdr.PPPLen:])
 }
 
 func (s *steerer) push(l *Link, fs []*nic.Frame) int {

@@ -29,6 +29,9 @@ type Worker struct {
 	e   *Engine
 	cfg *Config
 	nat *nat.Table
+	// frags maps downlink datagrams to the LAN host their first fragment
+	// was translated for (frag.go).
+	frags fragTable
 
 	pool *Pool
 	rx   []*nic.Frame
@@ -330,10 +333,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.toException(f, FromLAN) // same-subnet or multicast: the host stack decides
 		return
 	}
-	if ip.IsFragment() {
-		w.drop(f, DropFragment)
-		return
-	}
+	later := laterFragment(ip)
 	s := w.sess
 	if s == nil {
 		w.drop(f, DropNoSession)
@@ -360,6 +360,23 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		}
 	}
 	flow := flowHash(ip)
+	if later {
+		// No ports here: the public source address is all it needs (a
+		// hairpin's would need state, and is dropped).
+		if toPublic {
+			w.drop(f, DropFragment)
+			return
+		}
+		ip.SetSrc(w.pubAddr)
+		w.forwardIP(ip)
+		f.Pull(hdr.EthernetLen)
+		if ip.TotalLen() > mtu {
+			w.fragment(f, mtu, flow, src)
+			return
+		}
+		w.upstream(f, flow, src)
+		return
+	}
 	switch w.nat.Outbound(ip, w.now) {
 	case nat.Pass:
 	case nat.Hairpin:
@@ -410,12 +427,14 @@ func (w *Worker) upstream(f *nic.Frame, flow, host uint32) {
 	w.toWAN(f)
 }
 
-// fragment splits the IPv4 packet in f (DF clear, no options, not itself
-// a fragment) into fragments that fit mtu (RFC 791), the first in f and
-// the rest in frames from the pool, and sends them upstream in order.
+// fragment splits the IPv4 packet in f (DF clear, no options; it may be
+// a fragment itself) into fragments that fit mtu (RFC 791), the first in
+// f and the rest in frames from the pool, and sends them upstream in
+// order.
 func (w *Worker) fragment(f *nic.Frame, mtu int, flow, host uint32) {
 	ip := hdr.IPv4(f.Data())
 	payload := ip.Payload()
+	base, more := ip.FragOffset(), ip.MoreFragments()
 	chunk := (mtu - hdr.IPv4MinLen) &^ 7
 	if chunk <= 0 {
 		w.drop(f, DropTooBig)
@@ -442,12 +461,12 @@ func (w *Worker) fragment(f *nic.Frame, mtu int, flow, host uint32) {
 		b := g.Extend(hdr.IPv4MinLen + end - off)
 		copy(b, ip[:hdr.IPv4MinLen])
 		copy(b[hdr.IPv4MinLen:], payload[off:end])
-		setFragment(hdr.IPv4(b), off, end < len(payload))
+		setFragment(hdr.IPv4(b), base+off, end < len(payload) || more)
 		rest[n] = g
 		n++
 	}
 	f.Truncate(hdr.IPv4MinLen + chunk)
-	setFragment(hdr.IPv4(f.Data()), 0, true)
+	setFragment(hdr.IPv4(f.Data()), base, true)
 	w.c.Fragments += uint64(n + 1)
 	w.upstream(f, flow, host)
 	for _, g := range rest[:n] {
@@ -620,9 +639,13 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 		w.drop(f, DropNotForUs)
 		return
 	}
+	first := false
 	if ip.IsFragment() {
-		w.drop(f, DropFragment)
-		return
+		if laterFragment(ip) {
+			w.laterFragmentIn(f, ip)
+			return
+		}
+		first = true
 	}
 	if ip.TTL() <= 1 {
 		// The router's own traffic is received whatever its TTL (RFC 1812
@@ -653,7 +676,33 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 		w.drop(f, DropNAT)
 		return
 	}
+	if first {
+		w.frags.put(ip, ip.Dst(), w.now) // the LAN host, translated
+	}
 	w.forwardIP(ip)
+	w.downstream(f, ip)
+}
+
+// laterFragmentIn sends a downlink fragment other than the first to the
+// LAN host its datagram's first fragment was translated for.
+func (w *Worker) laterFragmentIn(f *nic.Frame, ip hdr.IPv4) {
+	host, ok := w.frags.get(ip, w.now)
+	if !ok {
+		w.drop(f, DropFragment)
+		return
+	}
+	if ip.TTL() <= 1 {
+		w.drop(f, DropTTLExceeded)
+		return
+	}
+	ip.SetDst(host)
+	w.forwardIP(ip)
+	w.downstream(f, ip)
+}
+
+// downstream hands a translated downlink IPv4 packet to the shaper, or
+// straight to the LAN when the downlink is not shaped.
+func (w *Worker) downstream(f *nic.Frame, ip hdr.IPv4) {
 	dst := ip.Dst()
 	if f.Push(hdr.EthernetLen) == nil {
 		w.drop(f, DropHeadroom)
@@ -820,17 +869,19 @@ func checkIPv4(ip hdr.IPv4) (Reason, bool) {
 // decrement and TCP MSS clamping to the session MTU.
 func (w *Worker) forwardIP(ip hdr.IPv4) {
 	ip.DecTTL()
-	if !w.cfg.NoMSSClamp && ip.Protocol() == hdr.ProtoTCP {
+	if !w.cfg.NoMSSClamp && ip.Protocol() == hdr.ProtoTCP && !laterFragment(ip) {
 		if t := hdr.TCP(ip[hdr.IPv4MinLen:]); t.IsValid() && t.ClampMSS(w.mss) {
 			w.c.Clamped++
 		}
 	}
 }
 
-// flowHash hashes the 5-tuple of a valid IPv4 packet for the shaper.
+// flowHash hashes the 5-tuple of a valid IPv4 packet for the shaper
+// (addresses and protocol only for a fragment: every fragment of a
+// datagram lands in the same queue).
 func flowHash(ip hdr.IPv4) uint32 {
 	h := ip.Src()*0x9e3779b1 ^ ip.Dst()*0x85ebca77 ^ uint32(ip.Protocol())
-	if p := ip.Protocol(); (p == hdr.ProtoTCP || p == hdr.ProtoUDP) && len(ip) >= hdr.IPv4MinLen+4 {
+	if p := ip.Protocol(); (p == hdr.ProtoTCP || p == hdr.ProtoUDP) && len(ip) >= hdr.IPv4MinLen+4 && !ip.IsFragment() {
 		h ^= binary.BigEndian.Uint32(ip[hdr.IPv4MinLen:]) * 0xc2b2ae3d
 	}
 	h ^= h >> 16

@@ -161,7 +161,12 @@ func TestMalformedDropped(t *testing.T) {
 		{"total length beyond frame", false, mut(good(), func(b []byte) []byte { b[16] = 0x10; fixIPSum(b, 14); return b }), DropBadIPv4},
 		{"bad ip checksum", false, mut(good(), func(b []byte) []byte { b[24] ^= 0xff; return b }), DropBadChecksum},
 		{"ip options", false, mut(good(), func(b []byte) []byte { b[14] = 0x46; fixIPSum(b, 14); return b }), DropIPOptions},
-		{"fragment", false, mut(good(), func(b []byte) []byte { b[20] = 0x20; fixIPSum(b, 14); return b }), DropFragment},
+		{"later fragment of a hairpin", false, mut(good(), func(b []byte) []byte {
+			b[20], b[21] = 0x20, 0x10
+			copy(b[30:34], []byte{198, 51, 100, 7}) // to the public address
+			fixIPSum(b, 14)
+			return b
+		}), DropFragment},
 		{"martian source", false, mut(good(), func(b []byte) []byte { b[26] = 10; fixIPSum(b, 14); return b }), DropMartian},
 		{"ipv4 version 6", false, mut(good(), func(b []byte) []byte { b[14] = 0x65; return b }), DropBadIPv4},
 		{"unknown ethertype", false, mut(good(), func(b []byte) []byte { b[12], b[13] = 0x88, 0xb5; return b }), DropUnsupported},
@@ -172,7 +177,7 @@ func TestMalformedDropped(t *testing.T) {
 		{"wan truncated", true, goodWAN()[:20], DropBadPPPoE},
 		{"wan not for us", true, mut(goodWAN(), func(b []byte) []byte { b[22+19] ^= 1; fixIPSum(b, 22); return b }), DropNotForUs},
 		{"wan bad ip checksum", true, mut(goodWAN(), func(b []byte) []byte { b[22+8] ^= 0x10; return b }), DropBadChecksum},
-		{"wan fragment", true, mut(goodWAN(), func(b []byte) []byte { b[22+6] = 0x20; fixIPSum(b, 22); return b }), DropFragment},
+		{"wan later fragment without its first", true, mut(goodWAN(), func(b []byte) []byte { b[22+6], b[22+7] = 0x20, 0x10; fixIPSum(b, 22); return b }), DropFragment},
 		{"wan ipv6", true, mut(goodWAN(), func(b []byte) []byte { b[21] = 0x57; return b }), DropUnsupported},
 		{"wan unsolicited", true, goodWAN(), DropNAT},
 	}

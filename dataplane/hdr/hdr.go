@@ -125,6 +125,9 @@ func (b IPv4) DF() bool { return b[6]&0x40 != 0 }
 // IsFragment reports whether the packet is a fragment (MF or offset != 0).
 func (b IPv4) IsFragment() bool { return binary.BigEndian.Uint16(b[6:])&0x3fff != 0 }
 
+// MoreFragments reports whether the MF flag is set.
+func (b IPv4) MoreFragments() bool { return b[6]&0x20 != 0 }
+
 // FragOffset returns the fragment offset in bytes.
 func (b IPv4) FragOffset() int { return int(binary.BigEndian.Uint16(b[6:])&0x1fff) * 8 }
 

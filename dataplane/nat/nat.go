@@ -28,8 +28,10 @@
 //     be created gets Reject (ICMP administratively prohibited); existing
 //     flows are untouched.
 //   - Unsolicited WAN traffic is dropped and counted by reason.
-//   - Fragments are dropped (ReasonFragment): the steering stage cannot
-//     route non-first fragments by port. IP options are translated normally.
+//   - A first fragment (offset 0, MF) holds the ports and is translated
+//     like a whole packet; later fragments get ReasonFragment here: the
+//     dataplane forwards them by what their first fragment decided
+//     (dataplane/frag.go). IP options are translated normally.
 //
 // # Memory and expiry
 //

@@ -148,6 +148,7 @@ func TestUnsolicitedAndMalformed(t *testing.T) {
 	expectOut(t, tab, tuple{proto: hdr.ProtoTCP, src: hostA, sport: 1, dst: srv1, dport: 2, flags: hdr.TCPRst}, 0, Drop)
 	frag := build(t, tuple{proto: hdr.ProtoUDP, src: hostA, sport: 1, dst: srv1, dport: 2})
 	frag[6] |= 0x20 // MF
+	frag[7] = 0x10  // and an offset: a later fragment
 	hdr.IPv4(frag).ComputeChecksum()
 	mustVerdict(t, tab.Outbound(frag, 0), Drop, tab)
 	gre := build(t, tuple{proto: hdr.ProtoUDP, src: hostA, sport: 1, dst: srv1, dport: 2})

@@ -28,7 +28,11 @@ func parse(ip []byte, p *pkt) (Reason, bool) {
 	if !v.IsValid() {
 		return ReasonMalformed, false
 	}
-	if v.IsFragment() {
+	// A first fragment holds the transport header and is translated like
+	// a whole packet (the checksum update is incremental, so the rest of
+	// the datagram need not be here); later fragments are not ours.
+	first := v.IsFragment()
+	if first && v.FragOffset() != 0 {
 		return ReasonFragment, false
 	}
 	p.v = v
@@ -43,7 +47,8 @@ func parse(ip []byte, p *pkt) (Reason, bool) {
 		p.pi, p.sport, p.dport, p.flags = piTCP, tc.SrcPort(), tc.DstPort(), tc.Flags()
 	case hdr.ProtoUDP:
 		u := hdr.UDP(p.l4)
-		if !u.IsValid() {
+		// A first fragment's UDP length counts the whole datagram.
+		if !u.IsValid() && !(first && len(p.l4) >= hdr.UDPLen && u.Length() > len(p.l4)) {
 			return ReasonMalformed, false
 		}
 		p.pi, p.sport, p.dport = piUDP, u.SrcPort(), u.DstPort()
@@ -55,6 +60,8 @@ func parse(ip []byte, p *pkt) (Reason, bool) {
 		p.pi, p.icmpTy = piICMP, ic.Type()
 		if ic.IsQuery() {
 			p.sport = ic.ID()
+		} else if first {
+			return ReasonFragment, false // a fragmented ICMP error: its quote may be cut
 		}
 	default:
 		return ReasonProto, false

@@ -1,0 +1,62 @@
+package dataplane
+
+import "github.com/pppfwd/pppfwd/dataplane/hdr"
+
+// IPv4 fragments cross the NAT without reassembly. The first fragment of a
+// datagram carries its ports and is translated like any packet (its
+// transport checksum, which covers the whole datagram, is updated
+// incrementally). Later fragments carry only the IP header:
+//   - uplink, they need only the public source address, so any worker
+//     forwards them without state;
+//   - downlink, the steerer remembers which worker took each datagram's
+//     first fragment, and that worker which LAN host it was for, keyed by
+//     (source, IP id, protocol) for fragTimeout. A later fragment that
+//     arrives before its first one, or after the timeout, is dropped and
+//     counted (DropFragment).
+//
+// The shaper hashes every fragment by addresses and protocol, so the
+// fragments of a datagram share a queue.
+
+// fragTable maps a datagram's key to what its first fragment decided. It
+// is a fixed direct-mapped table (a newer datagram takes the slot of an
+// older one); only its owner thread touches it.
+type fragTable struct {
+	e [fragSlots]fragEntry
+}
+
+type fragEntry struct {
+	src   uint32
+	val   uint32
+	until int64
+	id    uint16
+	proto uint8
+}
+
+const (
+	fragSlots   = 1024
+	fragTimeout = 30e9 // ns, as Linux's ipfrag_time
+)
+
+func fragSlot(src uint32, id uint16, proto uint8) int {
+	h := src*0x9e3779b1 ^ uint32(id)*0x85ebca77 ^ uint32(proto)<<24
+	return int(h>>22) & (fragSlots - 1)
+}
+
+// put remembers val for the datagram of ip (a first fragment).
+func (t *fragTable) put(ip hdr.IPv4, val uint32, now int64) {
+	src, id, proto := ip.Src(), ip.ID(), ip.Protocol()
+	t.e[fragSlot(src, id, proto)] = fragEntry{src: src, val: val, until: now + fragTimeout, id: id, proto: proto}
+}
+
+// get returns what the first fragment of ip's datagram decided.
+func (t *fragTable) get(ip hdr.IPv4, now int64) (uint32, bool) {
+	src, id, proto := ip.Src(), ip.ID(), ip.Protocol()
+	e := &t.e[fragSlot(src, id, proto)]
+	if e.src != src || e.id != id || e.proto != proto || e.until < now {
+		return 0, false
+	}
+	return e.val, true
+}
+
+// laterFragment reports whether ip is a fragment other than the first.
+func laterFragment(ip hdr.IPv4) bool { return ip.FragOffset() != 0 }
