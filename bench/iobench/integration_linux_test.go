@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/nic/afxdp"
 	"github.com/pppfwd/pppfwd/nic/nettest"
 	"github.com/pppfwd/pppfwd/shaper"
@@ -18,22 +19,28 @@ import (
 // NAT and FQ-CoDel, and requires every frame at the far end, translated
 // and with valid checksums.
 func TestIntegrationPipelineAFPacket(t *testing.T) {
-	testPipelineVeth(t, "afpacket", afxdp.ModeAuto)
+	testPipelineVeth(t, "afpacket", afxdp.ModeAuto, afpacket.TxAuto)
+}
+
+// TestIntegrationPipelineAFPacketTxRing is the same with the mapped TX
+// ring (TxAuto picks sendmmsg on veth).
+func TestIntegrationPipelineAFPacketTxRing(t *testing.T) {
+	testPipelineVeth(t, "afpacket", afxdp.ModeAuto, afpacket.TxRing)
 }
 
 // TestIntegrationPipelineAFXDP is the same over AF_XDP ports (the driver's
 // native XDP if veth takes it, else generic).
 func TestIntegrationPipelineAFXDP(t *testing.T) {
-	testPipelineVeth(t, "afxdp", afxdp.ModeAuto)
+	testPipelineVeth(t, "afxdp", afxdp.ModeAuto, 0)
 }
 
 // TestIntegrationPipelineAFXDPGeneric forces generic (skb) XDP, the mode
 // `pppfwd bench io` measures.
 func TestIntegrationPipelineAFXDPGeneric(t *testing.T) {
-	testPipelineVeth(t, "afxdp", afxdp.ModeGeneric)
+	testPipelineVeth(t, "afxdp", afxdp.ModeGeneric, 0)
 }
 
-func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode) {
+func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode, tx afpacket.TxMode) {
 	const workers = 2
 	ln := nettest.MustLine(t, nettest.LineConfig{Queues: workers})
 	topo, err := NewTopo(ln)
@@ -46,7 +53,7 @@ func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw, err := topo.StartForwarder(FwdConfig{Backend: backend, Workers: workers, XDPMode: mode, Shape: sp, Flows: flows, RingSize: 4096})
+	fw, err := topo.StartForwarder(FwdConfig{Backend: backend, Workers: workers, XDPMode: mode, AFPacketTx: tx, Shape: sp, Flows: flows, RingSize: 4096})
 	if err != nil {
 		for _, e := range []error{afxdp.ErrNoAFXDP, afxdp.ErrXDPRefused, afxdp.ErrPermission} {
 			if errors.Is(err, e) {
@@ -63,6 +70,15 @@ func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode) {
 	})
 	if fw.XDPMode != "" {
 		t.Logf("XDP mode %s", fw.XDPMode)
+	}
+	if backend == "afpacket" {
+		want := "copy" // TxAuto on veth
+		if tx == afpacket.TxRing {
+			want = "ring"
+		}
+		if fw.TxMode != want {
+			t.Fatalf("afpacket TX mode %q, want %q", fw.TxMode, want)
+		}
 	}
 	checkPipeline(t, fw, topo.A, topo.B, flows)
 	stopped = true
