@@ -66,6 +66,10 @@ func TestIntegrationLab(t *testing.T) {
 			if c.TxWAN < flows*per || c.TxLAN < flows*per {
 				t.Fatalf("counters %+v", c)
 			}
+			// Datagrams larger than an MTU cross in fragments both ways.
+			if got, err := l.UDPEchoLarge(10, 3000); err != nil || got != 10 {
+				t.Fatalf("fragmented UDP echo: %d of 10 came back (%v); counters %+v", got, err, l.R.Engine().Totals())
+			}
 			if len(l.AC.Sessions()) != 1 {
 				t.Fatalf("AC sessions %+v", l.AC.Sessions())
 			}

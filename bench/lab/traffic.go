@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"net/netip"
@@ -53,6 +54,39 @@ func (l *Lab) UDPEcho(flows, per int) (got int, err error) {
 		}(c)
 	}
 	wg.Wait()
+	return got, nil
+}
+
+// UDPEchoLarge sends n datagrams of size bytes (more than an MTU: the LAN
+// host's kernel fragments them, pppfwd refragments them for the session,
+// the Internet host reassembles them and its answer comes back in
+// fragments the ISP's kernel cut for the session) from one socket in the
+// LAN namespace to the echo service, and returns how many came back
+// intact.
+func (l *Lab) UDPEchoLarge(n, size int) (got int, err error) {
+	var c net.Conn
+	err = l.LAN.Do(func() (err error) {
+		c, err = net.Dial("udp4", netip.AddrPortFrom(RemoteAddr, 7).String())
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	msg := make([]byte, size)
+	buf := make([]byte, size+1)
+	for i := 0; i < n; i++ {
+		for j := range msg {
+			msg[j] = byte(i + j*7)
+		}
+		if _, err := c.Write(msg); err != nil {
+			return got, err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if k, err := c.Read(buf); err == nil && bytes.Equal(buf[:k], msg) {
+			got++
+		}
+	}
 	return got, nil
 }
 

@@ -62,6 +62,11 @@ func (l *Lab) setupInternet() error {
 		return err
 	}
 	l.upMAC = [6]byte(hw)
+	// The TAP stands for the BRAS's PPP side: its MTU is the session's,
+	// so the ISP's kernel fragments what it sends there for it.
+	if _, err := l.ISP.Exec("ip", "link", "set", "dev", upstreamIf, "mtu", "1492"); err != nil {
+		return err
+	}
 	// The subscribers' pool is reached through the TAP; the AC answers ARP
 	// for every pool address (proxy ARP).
 	if _, err := l.ISP.Exec("ip", "route", "add", "100.64.0.0/24", "dev", upstreamIf); err != nil {
@@ -80,7 +85,7 @@ func (l *Lab) setupInternet() error {
 
 // udpEchoServer answers every datagram with itself until the socket closes.
 func udpEchoServer(c *net.UDPConn) {
-	buf := make([]byte, 2048)
+	buf := make([]byte, 65536)
 	for {
 		n, from, err := c.ReadFromUDPAddrPort(buf)
 		if err != nil {

@@ -13,18 +13,22 @@ import (
 
 // labResult is what `pppfwd lab --json` prints.
 type labResult struct {
-	Backend      string            `json:"backend"`
-	Workers      int               `json:"workers"`
-	SessionUpMs  float64           `json:"session_up_ms"`
-	SessionID    uint16            `json:"session_id"`
-	Address      string            `json:"address"`
-	MTU          int               `json:"mtu"`
-	GatewayPing  bool              `json:"gateway_ping_ok"`
-	InternetPing bool              `json:"internet_ping_ok"`
-	UDPSent      int               `json:"udp_sent"`
-	UDPEchoed    int               `json:"udp_echoed"`
-	EchoRTTMs    float64           `json:"lcp_echo_rtt_ms"`
-	Drops        map[string]uint64 `json:"drops"`
+	Backend      string  `json:"backend"`
+	Workers      int     `json:"workers"`
+	SessionUpMs  float64 `json:"session_up_ms"`
+	SessionID    uint16  `json:"session_id"`
+	Address      string  `json:"address"`
+	MTU          int     `json:"mtu"`
+	GatewayPing  bool    `json:"gateway_ping_ok"`
+	InternetPing bool    `json:"internet_ping_ok"`
+	UDPSent      int     `json:"udp_sent"`
+	UDPEchoed    int     `json:"udp_echoed"`
+	// 3000-byte datagrams: fragmented by the hosts' kernels, crossing
+	// pppfwd in fragments both ways.
+	UDPLargeSent   int               `json:"udp_3000b_sent"`
+	UDPLargeEchoed int               `json:"udp_3000b_echoed"`
+	EchoRTTMs      float64           `json:"lcp_echo_rtt_ms"`
+	Drops          map[string]uint64 `json:"drops"`
 }
 
 func labMain(args []string, stdout, stderr io.Writer) int {
@@ -69,6 +73,11 @@ func labMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
 		return 1
 	}
+	res.UDPLargeSent = 10
+	if res.UDPLargeEchoed, err = l.UDPEchoLarge(res.UDPLargeSent, 3000); err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
+		return 1
+	}
 	res.EchoRTTMs = float64(l.R.Client().Status().EchoRTT.Microseconds()) / 1000
 	c := l.R.Engine().Totals()
 	res.Drops = c.DropMap()
@@ -76,15 +85,15 @@ func labMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
 		return 1
 	}
-	ok := res.GatewayPing && res.InternetPing && res.UDPEchoed == res.UDPSent
+	ok := res.GatewayPing && res.InternetPing && res.UDPEchoed == res.UDPSent && res.UDPLargeEchoed == res.UDPLargeSent
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return 1
 		}
 	} else {
 		fmt.Fprintf(stdout, "session %d up in %.0f ms: %s mtu %d (LCP echo rtt %.2f ms)\n", res.SessionID, res.SessionUpMs, res.Address, res.MTU, res.EchoRTTMs)
-		fmt.Fprintf(stdout, "gateway ping ok: %v, Internet ping ok: %v, UDP echoes %d/%d, drops %v\n",
-			res.GatewayPing, res.InternetPing, res.UDPEchoed, res.UDPSent, res.Drops)
+		fmt.Fprintf(stdout, "gateway ping ok: %v, Internet ping ok: %v, UDP echoes %d/%d, 3000-byte (fragmented) %d/%d, drops %v\n",
+			res.GatewayPing, res.InternetPing, res.UDPEchoed, res.UDPSent, res.UDPLargeEchoed, res.UDPLargeSent, res.Drops)
 	}
 	if !ok {
 		return 1
