@@ -9,7 +9,6 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
-	"github.com/pppfwd/pppfwd/nic"
 )
 
 // fragmentIPv4 splits an IPv4 packet (no options) into fragments whose
@@ -59,20 +58,6 @@ func udpSumOK(src, dst uint32, udp []byte) bool {
 	return hdr.Fold(hdr.Sum(udp, hdr.PseudoSum(s, d, hdr.ProtoUDP, len(udp)))) == 0xffff
 }
 
-// wanFragment wraps an IPv4 packet in a PPPoE session frame from the AC.
-func wanFragment(t *testing.T, ip []byte) []byte {
-	t.Helper()
-	f := nic.NewFrame()
-	f.SetData(ip)
-	if !testSession().Encap(f) {
-		t.Fatal("encap")
-	}
-	b := append([]byte(nil), f.Data()...)
-	copy(b[0:6], wanMAC[:])
-	copy(b[6:12], acMAC[:])
-	return b
-}
-
 // TestFragmentsCrossTheNAT: a UDP datagram a LAN host fragmented for its
 // 1500-byte MTU leaves in fragments that fit the 1492-byte session MTU
 // and reassemble to the translated datagram; the 3000-byte answer,
@@ -91,11 +76,7 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 				}
 			})
 			data := bytes.Repeat([]byte("0123456789abcdef"), 3000/16)
-			up := serialize(t, pkt{src: hostIP, dst: remoteIP, sport: 5060, dport: 5060, proto: layers.IPProtocolUDP}.layers(t)[:2]...)
-			up = append(up, data...)
-			binary.BigEndian.PutUint16(up[2:], uint16(len(up)))
-			binary.BigEndian.PutUint16(up[24:], uint16(len(up)-20))
-			fixUDP(up, hostIP, remoteIP)
+			up := bigUDP(t, hostIP, remoteIP, 5060, 5060, 7, data)
 			// Shaped runs start on the other queue: the first fragment's
 			// worker (and so the external port's owner) differs.
 			q0 := 0
@@ -103,8 +84,7 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 				q0 = 1
 			}
 			for i, fr := range fragmentIPv4(t, up, 1480) {
-				eth := append(append(append([]byte(nil), routerMAC[:]...), hostMAC[:]...), 0x08, 0x00)
-				r.lan.Inject((i+q0)%workers, append(eth, fr...))
+				r.lan.Inject((i+q0)%workers, lanEth(fr))
 			}
 			for i := 0; i < 4; i++ {
 				r.clock.t += 1e6
@@ -134,14 +114,9 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 			}
 
 			// The answer, fragmented by the far end for the session MTU.
-			down := serialize(t, pkt{src: remoteIP, dst: pubIP, sport: 5060, dport: ext, proto: layers.IPProtocolUDP}.layers(t)[:2]...)
-			down = append(down, data...)
-			binary.BigEndian.PutUint16(down[2:], uint16(len(down)))
-			binary.BigEndian.PutUint16(down[24:], uint16(len(down)-20))
-			binary.BigEndian.PutUint16(down[4:], 0x4242)
-			fixUDP(down, remoteIP, pubIP)
+			down := bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4242, data)
 			for _, fr := range fragmentIPv4(t, down, 1472) {
-				r.wan.Inject(0, wanFragment(t, fr))
+				r.wan.Inject(0, wanIPFrame(t, fr))
 			}
 			for i := 0; i < 4; i++ {
 				r.clock.t += 1e6
@@ -165,11 +140,9 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 			}
 
 			// A later fragment whose first never came.
-			binary.BigEndian.PutUint16(down[4:], 0x4343)
-			down[10], down[11] = 0, 0
-			lost := fragmentIPv4(t, down, 1472)[1]
+			lost := fragmentIPv4(t, bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4343, data), 1472)[1]
 			before := r.e.Totals().Drops[DropFragment]
-			r.wan.Inject(0, wanFragment(t, lost))
+			r.wan.Inject(0, wanIPFrame(t, lost))
 			r.step()
 			if n := len(r.drainLAN()); n != 0 || r.e.Totals().Drops[DropFragment] != before+1 {
 				t.Fatalf("orphan later fragment: %d frames out, fragment drops %d (was %d)", n, r.e.Totals().Drops[DropFragment], before)
@@ -195,20 +168,33 @@ func fixUDP(ip []byte, src, dst uint32) {
 
 func ip4s(a uint32) string { return netIP(a).String() }
 
+// bigUDP builds an unfragmented IPv4 UDP datagram carrying data, with
+// valid checksums and IP id id.
+func bigUDP(t *testing.T, src, dst uint32, sport, dport, id uint16, data []byte) []byte {
+	t.Helper()
+	ip := serialize(t, pkt{src: src, dst: dst, sport: sport, dport: dport, proto: layers.IPProtocolUDP}.layers(t)[:2]...)
+	ip = append(ip, data...)
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
+	binary.BigEndian.PutUint16(ip[4:], id)
+	binary.BigEndian.PutUint16(ip[24:], uint16(len(ip)-20))
+	fixUDP(ip, src, dst)
+	return ip
+}
+
+// lanEth puts the LAN host's Ethernet header in front of an IPv4 packet.
+func lanEth(ip []byte) []byte {
+	eth := append(append(append([]byte(nil), routerMAC[:]...), hostMAC[:]...), 0x08, 0x00)
+	return append(eth, ip...)
+}
+
 // TestFragmentPathZeroAlloc: translating, refragmenting and steering
 // fragments both ways allocates nothing.
 func TestFragmentPathZeroAlloc(t *testing.T) {
 	r := newRig(t, 2, nil)
 	data := bytes.Repeat([]byte{0x5a}, 2992)
-	up := serialize(t, pkt{src: hostIP, dst: remoteIP, sport: 5060, dport: 5060, proto: layers.IPProtocolUDP}.layers(t)[:2]...)
-	up = append(up, data...)
-	binary.BigEndian.PutUint16(up[2:], uint16(len(up)))
-	binary.BigEndian.PutUint16(up[24:], uint16(len(up)-20))
-	fixUDP(up, hostIP, remoteIP)
 	var lan [][]byte
-	for _, fr := range fragmentIPv4(t, up, 1480) {
-		eth := append(append(append([]byte(nil), routerMAC[:]...), hostMAC[:]...), 0x08, 0x00)
-		lan = append(lan, append(eth, fr...))
+	for _, fr := range fragmentIPv4(t, bigUDP(t, hostIP, remoteIP, 5060, 5060, 7, data), 1480) {
+		lan = append(lan, lanEth(fr))
 		r.lan.Inject(0, lan[len(lan)-1])
 	}
 	r.step()
@@ -218,14 +204,9 @@ func TestFragmentPathZeroAlloc(t *testing.T) {
 			ext = hdr.UDP(ip.Payload()).SrcPort()
 		}
 	}
-	down := serialize(t, pkt{src: remoteIP, dst: pubIP, sport: 5060, dport: ext, proto: layers.IPProtocolUDP}.layers(t)[:2]...)
-	down = append(down, data...)
-	binary.BigEndian.PutUint16(down[2:], uint16(len(down)))
-	binary.BigEndian.PutUint16(down[24:], uint16(len(down)-20))
-	fixUDP(down, remoteIP, pubIP)
 	var wan [][]byte
-	for _, fr := range fragmentIPv4(t, down, 1472) {
-		wan = append(wan, wanFragment(t, fr))
+	for _, fr := range fragmentIPv4(t, bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4242, data), 1472) {
+		wan = append(wan, wanIPFrame(t, fr))
 	}
 	r.lan.Replay(0, lan)
 	r.wan.Replay(0, wan)

@@ -38,6 +38,18 @@ func testSession() *pppoe.Session {
 		LocalAddr: pubIP, PeerAddr: peerIP, MTU: 1492, Gen: 1}
 }
 
+// memEngine returns a one-worker engine over lan and wan with the test
+// addresses (not started).
+func memEngine(t testing.TB, lan, wan nic.Port) *Engine {
+	t.Helper()
+	e, err := New(Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // rig is an engine over memports whose threads the test steps by hand.
 type rig struct {
 	t        *testing.T
@@ -147,8 +159,10 @@ func lanFrame(t testing.TB, p pkt) []byte {
 }
 
 // wanFrame builds a PPPoE session frame from the AC.
-func wanFrame(t testing.TB, p pkt) []byte {
-	ipb := serialize(t, p.layers(t)...)
+func wanFrame(t testing.TB, p pkt) []byte { return wanIPFrame(t, serialize(t, p.layers(t)...)) }
+
+// wanIPFrame wraps an IPv4 packet in a PPPoE session frame from the AC.
+func wanIPFrame(t testing.TB, ipb []byte) []byte {
 	f := nic.NewFrame()
 	f.SetData(ipb)
 	if !testSession().Encap(f) {

@@ -72,11 +72,7 @@ func TestHoldQueueBounds(t *testing.T) {
 func TestControlHoldsUnresolved(t *testing.T) {
 	lan := memport.New("lan", 1, 256)
 	wan := memport.New("wan", 1, 256)
-	e, err := New(Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
-		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := memEngine(t, lan, wan)
 	e.SetSession(testSession())
 	e.SetNeighbors(map[uint32][6]byte{hostIP: hostMAC})
 	ctl := NewControl(e, ControlConfig{WANMAC: wanMAC})

@@ -32,11 +32,7 @@ func TestPublishDue(t *testing.T) {
 func TestStartedEngineCountersSettle(t *testing.T) {
 	lan := memport.New("lan", 1, 1024)
 	wan := memport.New("wan", 1, 64)
-	e, err := New(Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
-		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := memEngine(t, lan, wan)
 	e.Start()
 	defer e.Stop()
 	frame := make([]byte, 60)

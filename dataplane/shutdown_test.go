@@ -16,11 +16,7 @@ func TestSendBeforeStopIsTransmitted(t *testing.T) {
 	for i := 0; i < rounds; i++ {
 		lan := memport.New("lan", 1, 64)
 		wan := memport.New("wan", 1, 64)
-		e, err := New(Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
-			RouterAddr: routerIP, LANNet: lanNet, LANBits: 24})
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := memEngine(t, lan, wan)
 		e.Start()
 		time.Sleep(5 * time.Millisecond) // the worker goes idle (backoff sleep)
 		padt := make([]byte, 60)
