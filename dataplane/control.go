@@ -38,9 +38,9 @@ type ControlStats struct {
 	EchoReplies            uint64 // ICMP echo answered for the router
 	ToHost, FromHost       uint64 // frames exchanged with the host stack
 	Ignored                uint64 // exceptions nobody handles (counted, dropped)
-	// Frames for unresolved LAN hosts (see HoldPerHost): queued, sent once
-	// the host answered ARP, given up (queue full or HoldTimeout), and
-	// waiting now.
+	// Frames for unresolved LAN hosts (see HoldPerHost): offered, sent once
+	// the host answered ARP, given up (queue full, HoldTimeout, or not
+	// sent), and waiting now: Held = HeldSent + HeldDropped + HeldWaiting.
 	Held, HeldSent, HeldDropped uint64
 	HeldWaiting                 int
 }
@@ -113,9 +113,14 @@ func (c *Control) Run(ctx context.Context) error {
 	defer c.once.Do(func() { close(c.closed) })
 	idle := time.NewTicker(200 * time.Microsecond)
 	defer idle.Stop()
+	lastExpire := time.Now()
 	for {
 		n := c.e.PollControl(c.dispatch)
 		n += c.pollHost()
+		if now := time.Now(); now.Sub(lastExpire) > time.Second {
+			c.hold.expire(now) // frames for hosts that never answered
+			lastExpire = now
+		}
 		if n > 0 {
 			continue
 		}
@@ -191,15 +196,21 @@ func (c *Control) handle(j *slowpath.Job) {
 
 // sendHeld sends the frames held for ip, now that its MAC is known.
 func (c *Control) sendHeld(ip uint32, mac [6]byte) {
-	frames := c.hold.take(ip)
+	frames := c.hold.take(ip, time.Now())
 	if frames == nil {
 		return
 	}
+	failed := 0
 	for _, b := range frames {
 		copy(b[0:6], mac[:])
 		if c.e.Send(ToLAN, b) == nil {
 			c.heldSent.Add(1)
+		} else {
+			failed++
 		}
+	}
+	if failed > 0 {
+		c.hold.notSent(failed)
 	}
 	c.hold.giveBack(frames)
 }

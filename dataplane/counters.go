@@ -12,7 +12,7 @@ const (
 	DropBadIPv4                    // version, header or total length wrong
 	DropBadChecksum                // IPv4 header checksum wrong
 	DropIPOptions                  // IPv4 options (not handled on the fast path)
-	DropFragment                   // a later IPv4 fragment whose first was not seen (or a hairpin's): see frag.go
+	DropFragment                   // a later IPv4 fragment whose first was not seen, a hairpin's, or a TCP one at offset 8 (frag.go); fragmented ICMP errors count as nat
 	DropMartian                    // LAN source outside the LAN prefix
 	DropTTLExceeded                // TTL expired (an ICMP error may be sent)
 	DropNoSession                  // PPPoE session down

@@ -12,7 +12,13 @@ import "github.com/pppfwd/pppfwd/dataplane/hdr"
 //     first fragment, and that worker which LAN host it was for, keyed by
 //     (source, IP id, protocol) for fragTimeout. A later fragment that
 //     arrives before its first one, or after the timeout, is dropped and
-//     counted (DropFragment).
+//     counted (DropFragment), as is a later TCP fragment at offset 8
+//     (RFC 1858).
+//
+// Uplink, the fragments keep the host's IP id: two LAN hosts sending
+// fragmented datagrams to one destination with the same id at the same
+// moment collide in its reassembly (a reassembling NAT that keeps ids,
+// as Linux's does, shares this).
 //
 // The shaper hashes every fragment by addresses and protocol, so the
 // fragments of a datagram share a queue.
@@ -33,8 +39,13 @@ type fragEntry struct {
 }
 
 const (
-	fragSlots   = 1024
-	fragTimeout = 30e9 // ns, as Linux's ipfrag_time
+	fragSlots = 1024
+	// fragTimeout bounds how long a datagram's later fragments are taken
+	// after its first (ns). A datagram's fragments come within
+	// milliseconds; a short life keeps a lost first fragment's key (the
+	// sender's IP id counter wraps) from sending a later datagram's
+	// fragments where the old one went.
+	fragTimeout = 5e9
 )
 
 func fragSlot(src uint32, id uint16, proto uint8) int {
@@ -60,3 +71,10 @@ func (t *fragTable) get(ip hdr.IPv4, now int64) (uint32, bool) {
 
 // laterFragment reports whether ip is a fragment other than the first.
 func laterFragment(ip hdr.IPv4) bool { return ip.FragOffset() != 0 }
+
+// overlapsTCPHeader reports a later TCP fragment at offset 8, which can
+// only serve to overwrite the flags of the first fragment's TCP header
+// (RFC 1858 section 3.2: drop it).
+func overlapsTCPHeader(ip hdr.IPv4) bool {
+	return ip.FragOffset() == 8 && ip.Protocol() == hdr.ProtoTCP
+}

@@ -139,6 +139,27 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 				t.Fatalf("downlink reassembled: %s -> %s port %d, checksum ok %v", ip4s(first.Src()), ip4s(first.Dst()), u.DstPort(), udpSumOK(remoteIP, hostIP, whole))
 			}
 
+			// A datagram whose last fragment carries 4 bytes (less than a
+			// transport header) reaches the host too.
+			tiny := bytes.Repeat([]byte{0x77}, 2*1472-8+4)
+			for _, fr := range fragmentIPv4(t, bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4444, tiny), 1472) {
+				r.wan.Inject(0, wanIPFrame(t, fr))
+			}
+			for i := 0; i < 4; i++ {
+				r.clock.t += 1e6
+				r.step()
+			}
+			got = got[:0]
+			for _, fr := range r.drainLAN() {
+				got = append(got, fr[14:])
+			}
+			if len(got) != 3 || len(hdr.IPv4(got[2]).Payload()) != 4 {
+				t.Fatalf("workers %d: %d fragments of the datagram with a 4-byte last one; drops %v", workers, len(got), r.e.Totals().DropMap())
+			}
+			if _, whole = reassemble(t, got); !bytes.Equal(whole[8:], tiny) || !udpSumOK(remoteIP, hostIP, whole) {
+				t.Fatal("datagram with a 4-byte last fragment: wrong after reassembly")
+			}
+
 			// A later fragment whose first never came.
 			lost := fragmentIPv4(t, bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4343, data), 1472)[1]
 			before := r.e.Totals().Drops[DropFragment]
@@ -151,6 +172,26 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 	}
 	if !ownedBy[1] {
 		t.Errorf("with two workers no datagram went to worker 1 (owners %v): the steering of later fragments was not exercised", ownedBy)
+	}
+}
+
+// TestTCPFragmentAtOffset8Dropped: RFC 1858's overlapping TCP fragment
+// (offset 8, rewriting the first fragment's flags) is dropped both ways.
+func TestTCPFragmentAtOffset8Dropped(t *testing.T) {
+	r := newRig(t, 1, nil)
+	mk := func(src, dst uint32) []byte {
+		ip := serialize(t, pkt{src: src, dst: dst, sport: 1000, dport: 80, proto: layers.IPProtocolTCP, payload: 40}.layers(t)...)
+		ip = ip[:hdr.IPv4MinLen+16]
+		binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
+		binary.BigEndian.PutUint16(ip[6:], 1) // offset 8, last
+		hdr.IPv4(ip).ComputeChecksum()
+		return ip
+	}
+	r.lan.Inject(0, lanEth(mk(hostIP, remoteIP)))
+	r.wan.Inject(0, wanIPFrame(t, mk(remoteIP, pubIP)))
+	r.step()
+	if n := len(r.drainWAN()) + len(r.drainLAN()); n != 0 || r.e.Totals().Drops[DropFragment] != 2 {
+		t.Fatalf("%d frames out, fragment drops %d; want none out, 2 dropped", n, r.e.Totals().Drops[DropFragment])
 	}
 }
 

@@ -25,8 +25,9 @@ type holdQueue struct {
 	mu   sync.Mutex
 	m    map[uint32]*holdEntry
 	free [][]byte
-	// held: frames queued; dropped: frames given up (queue full, timed
-	// out, or pushed out by newer ones).
+	// held: frames offered; dropped: frames given up (refused with
+	// HoldHosts addresses waiting, pushed out by newer ones, timed out,
+	// or not sent). held = sent + dropped + waiting.
 	held, dropped uint64
 }
 
@@ -43,13 +44,8 @@ func (h *holdQueue) add(ip uint32, frame []byte, now time.Time) bool {
 	if h.m == nil {
 		h.m = map[uint32]*holdEntry{}
 	}
-	for a, e := range h.m {
-		if now.Sub(e.since) > HoldTimeout {
-			h.dropped += uint64(len(e.frames))
-			h.recycle(e.frames)
-			delete(h.m, a)
-		}
-	}
+	h.expireLocked(now)
+	h.held++
 	e := h.m[ip]
 	if e == nil {
 		if len(h.m) >= HoldHosts {
@@ -72,13 +68,31 @@ func (h *holdQueue) add(ip uint32, frame []byte, now time.Time) bool {
 		buf = make([]byte, 0, nic.BufSize)
 	}
 	e.frames = append(e.frames, append(buf[:0], frame...))
-	h.held++
 	return true
 }
 
-// take removes and returns ip's held frames, oldest first. Give them back
-// with recycle once sent.
-func (h *holdQueue) take(ip uint32) [][]byte {
+// expire gives up the frames of addresses that waited longer than
+// HoldTimeout.
+func (h *holdQueue) expire(now time.Time) {
+	h.mu.Lock()
+	h.expireLocked(now)
+	h.mu.Unlock()
+}
+
+func (h *holdQueue) expireLocked(now time.Time) {
+	for a, e := range h.m {
+		if now.Sub(e.since) > HoldTimeout {
+			h.dropped += uint64(len(e.frames))
+			h.recycle(e.frames)
+			delete(h.m, a)
+		}
+	}
+}
+
+// take removes and returns ip's held frames, oldest first, unless they
+// waited longer than HoldTimeout (then they are given up). Give them back
+// with giveBack once sent.
+func (h *holdQueue) take(ip uint32, now time.Time) [][]byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.m[ip]
@@ -86,7 +100,19 @@ func (h *holdQueue) take(ip uint32) [][]byte {
 		return nil
 	}
 	delete(h.m, ip)
+	if now.Sub(e.since) > HoldTimeout {
+		h.dropped += uint64(len(e.frames))
+		h.recycle(e.frames)
+		return nil
+	}
 	return e.frames
+}
+
+// notSent counts n taken frames that could not be sent.
+func (h *holdQueue) notSent(n int) {
+	h.mu.Lock()
+	h.dropped += uint64(n)
+	h.mu.Unlock()
 }
 
 // giveBack returns buffers from take.

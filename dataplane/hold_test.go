@@ -27,7 +27,7 @@ func TestHoldQueueBounds(t *testing.T) {
 	if held, dropped, waiting := h.counts(); held != HoldPerHost+2 || dropped != 2 || waiting != HoldPerHost {
 		t.Fatalf("held %d dropped %d waiting %d, want %d, 2, %d", held, dropped, waiting, HoldPerHost+2, HoldPerHost)
 	}
-	got := h.take(1)
+	got := h.take(1, now)
 	if len(got) != HoldPerHost {
 		t.Fatalf("took %d frames, want %d", len(got), HoldPerHost)
 	}
@@ -36,7 +36,7 @@ func TestHoldQueueBounds(t *testing.T) {
 			t.Fatalf("frame %d is %v, want the newest %d in order", i, b, HoldPerHost)
 		}
 	}
-	if h.take(1) != nil {
+	if h.take(1, now) != nil {
 		t.Fatal("take twice returned frames")
 	}
 	h.giveBack(got)
@@ -62,6 +62,23 @@ func TestHoldQueueBounds(t *testing.T) {
 	}
 	if _, _, waiting := h.counts(); waiting != 1 {
 		t.Fatalf("%d frames wait after the timeout, want 1", waiting)
+	}
+	// A host that answers only after HoldTimeout gets nothing stale, and
+	// a timer's expire clears what no add came to clear.
+	later := now.Add(2*HoldTimeout + 2*time.Millisecond)
+	if got := h.take(99, later); got != nil {
+		t.Fatalf("took %d frames older than HoldTimeout", len(got))
+	}
+	h.add(7, []byte{1}, later)
+	h.expire(later.Add(HoldTimeout + time.Millisecond))
+	held, dropped, waiting := h.counts()
+	if waiting != 0 {
+		t.Fatalf("%d frames wait after expire", waiting)
+	}
+	// Everything offered was taken, dropped or sent (none sent here
+	// except the HoldPerHost taken above).
+	if held != dropped+HoldPerHost {
+		t.Fatalf("held %d, dropped %d, taken %d: the books do not balance", held, dropped, HoldPerHost)
 	}
 }
 
@@ -164,7 +181,8 @@ func TestControlHoldsUnresolved(t *testing.T) {
 		}
 	}
 	st := ctl.Stats()
-	if st.Held != replies || st.HeldSent != HoldPerHost || st.HeldDropped != 2 || st.HeldWaiting != 0 || st.ARPLearned != 1 {
+	if st.Held != replies || st.HeldSent != HoldPerHost || st.HeldDropped != 2 || st.HeldWaiting != 0 || st.ARPLearned != 1 ||
+		st.Held != st.HeldSent+st.HeldDropped+uint64(st.HeldWaiting) {
 		t.Fatalf("control stats %+v", st)
 	}
 	if mac, ok := e.neighbors.Load().Lookup(hostIP); !ok || mac != newMAC {

@@ -55,14 +55,17 @@ func classify(b []byte, owner *[65536]uint8) int {
 		return toControl
 	}
 	ip := p + hdr.PPPoELen + hdr.PPPLen
-	if len(b) < ip+hdr.IPv4MinLen+8 || b[ip] != 0x45 {
+	if len(b) < ip+hdr.IPv4MinLen || b[ip] != 0x45 {
 		return 0
 	}
 	first := 0
 	if fr := binary.BigEndian.Uint16(b[ip+6:]); fr&0x1fff != 0 {
-		return toLaterFrag
+		return toLaterFrag // a last fragment may carry less than 8 bytes
 	} else if fr&0x2000 != 0 {
 		first = steerFirst
+	}
+	if len(b) < ip+hdr.IPv4MinLen+8 {
+		return 0
 	}
 	l4 := ip + hdr.IPv4MinLen
 	switch b[ip+9] {

@@ -363,7 +363,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	if later {
 		// No ports here: the public source address is all it needs (a
 		// hairpin's would need state, and is dropped).
-		if toPublic {
+		if toPublic || overlapsTCPHeader(ip) {
 			w.drop(f, DropFragment)
 			return
 		}
@@ -687,7 +687,7 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 // LAN host its datagram's first fragment was translated for.
 func (w *Worker) laterFragmentIn(f *nic.Frame, ip hdr.IPv4) {
 	host, ok := w.frags.get(ip, w.now)
-	if !ok {
+	if !ok || overlapsTCPHeader(ip) {
 		w.drop(f, DropFragment)
 		return
 	}

@@ -13,8 +13,13 @@ type AuthProto uint8
 const (
 	AuthPAP AuthProto = 1 << iota
 	AuthCHAPMD5
-	AuthMSCHAPv2 // MS-CHAPv2 (RFC 2759), with the authenticator's response checked
-	// AuthAny allows every implemented protocol.
+	// AuthMSCHAPv2 is MS-CHAPv2 (RFC 2759). When it is the protocol in
+	// use, the client also checks the server's authenticator response
+	// (mutual authentication); as with pppd, a server may still ask for
+	// no authentication at all, or (under AuthAny) for PAP, which sends
+	// the password in clear: restrict Auth to avoid that.
+	AuthMSCHAPv2
+	// AuthAny allows every implemented protocol; the server picks.
 	AuthAny = AuthPAP | AuthCHAPMD5 | AuthMSCHAPv2
 )
 

@@ -178,6 +178,28 @@ func TestMSCHAPv2BadAuthenticator(t *testing.T) {
 	}
 }
 
+// TestCHAPSuccessWithoutResponse: a CHAP Success the client did not
+// answer a Challenge for in this phase (here the server's Challenges
+// turned into Successes with the client's current id) authenticates
+// nothing.
+func TestCHAPSuccessWithoutResponse(t *testing.T) {
+	for _, auth := range []AuthProto{AuthCHAPMD5, AuthMSCHAPv2} {
+		p := newSimPair(t, nil, func(s *ServerConfig) { s.Auth = auth })
+		forged := 0
+		p.net.drop = func(from *simNode, b []byte) bool {
+			if from == p.sn && len(b) > 30 && b[12] == 0x88 && b[13] == 0x64 && b[20] == 0xc2 && b[21] == 0x23 && b[22] == CHAPChal {
+				b[22], b[23] = CHAPSucc, p.c.link.authID
+				forged++
+			}
+			return false
+		}
+		p.net.run(10*time.Second, nil)
+		if st := p.c.Status(); forged == 0 || st.AuthProto != 0 || p.up() {
+			t.Fatalf("%v: %d forged Successes, client authenticated with %v, up %v", auth, forged, st.AuthProto, p.up())
+		}
+	}
+}
+
 func TestServerHangupReconnects(t *testing.T) {
 	for _, graceful := range []bool{true, false} {
 		p := newSimPair(t, nil, nil)

@@ -114,11 +114,14 @@ type link struct {
 	// MS-CHAPv2: the client's peer challenge and NT-Response, for checking
 	// the authenticator response; the server's Success message, resent
 	// with a retransmitted response.
-	peerChal   [16]byte
-	ntResp     [24]byte
-	succMsg    []byte
-	authMsg    string
-	peerAuthOK bool
+	peerChal [16]byte
+	ntResp   [24]byte
+	succMsg  []byte
+	// chapAnswered: the client sent a CHAP Response in this phase; only
+	// then is a Success or Failure for it taken.
+	chapAnswered bool
+	authMsg      string
+	peerAuthOK   bool
 
 	// IPCP
 	ourAddr, hisAddr uint32
@@ -632,6 +635,11 @@ func (l *link) probeTick() {
 func (l *link) authStart() {
 	l.authTries = 0
 	l.authDead = l.now.Add(l.cfg.authTimeout)
+	// Nothing of an earlier authentication phase (an LCP restart in the
+	// same session) may answer for this one.
+	l.challenge, l.succMsg = l.challenge[:0], nil
+	l.peerChal, l.ntResp = [16]byte{}, [24]byte{}
+	l.chapAnswered = false
 	switch {
 	case l.cfg.role == roleClient && l.authProto == pppPAP:
 		l.authRetransmit()
@@ -693,6 +701,10 @@ func nextAuth(proto uint16, alg uint8, auth AuthProto) (uint16, uint8, bool) {
 	return proto, alg, false
 }
 
+// unknownUserSecret stands in for an unknown user's secret so that the
+// server does the same work as for a known one.
+const unknownUserSecret = "\x00pppfwd: no such user"
+
 // chapAllowed reports whether CHAP algorithm alg is in auth.
 func chapAllowed(alg uint8, auth AuthProto) bool {
 	return (alg == chapMD5 && auth&AuthCHAPMD5 != 0) || (alg == chapMSv2 && auth&AuthMSCHAPv2 != 0)
@@ -744,9 +756,10 @@ func (l *link) clientAuthInput(proto uint16, p ControlPacket) {
 			out = CHAPValue{r[:], []byte(l.cfg.user)}.Append(out)
 		}
 		l.authID = p.ID
+		l.chapAnswered = true
 		l.sendControl(pppCHAP, out)
 	case proto == pppCHAP && (p.Code == CHAPSucc || p.Code == CHAPFail):
-		if p.ID != l.authID {
+		if !l.chapAnswered || p.ID != l.authID {
 			return
 		}
 		msg := printable(p.Data)
@@ -793,12 +806,17 @@ func (l *link) serverAuthInput(proto uint16, p ControlPacket) {
 		if l.peerAuthOK {
 			ok = user == l.user
 		} else {
+			// The same work for an unknown user: the answer's timing must
+			// not tell which user names exist.
 			secret, known := l.cfg.users[user]
+			if !known {
+				secret = unknownUserSecret
+			}
 			if l.authAlg == chapMSv2 {
-				ok = known && l.msv2Verify(v.Value, user, secret)
+				ok = l.msv2Verify(v.Value, user, secret) && known
 			} else {
 				want := chapMD5Response(p.ID, secret, l.challenge)
-				ok = known && subtle.ConstantTimeCompare(want[:], v.Value) == 1
+				ok = subtle.ConstantTimeCompare(want[:], v.Value) == 1 && known
 			}
 		}
 		code, msg := CHAPSucc, []byte("Access granted")
