@@ -116,6 +116,27 @@ func (e *Engine) LANOwner(ip []byte) int { return e.lanSteer.Owner(ip) }
 // Ranges returns each worker's external port range.
 func (e *Engine) Ranges() []nat.Range { return e.ranges }
 
+// SetRates changes the shaped rates (bits per second) of the uplink and
+// the downlink while the engine runs: the workers' shared buckets take
+// the new rate at their next lease. A direction shaped at New may get
+// any rate (0: no limit, FQ-CoDel still scheduling); one that was not
+// shaped cannot be shaped here (its shapers do not exist).
+func (e *Engine) SetRates(up, down uint64) error {
+	if (e.upBucket == nil && up != 0) || (e.downBucket == nil && down != 0) {
+		return errors.New("dataplane: a direction not shaped at start cannot be shaped while running")
+	}
+	if e.upBucket != nil {
+		e.upBucket.SetRate(up)
+	}
+	if e.downBucket != nil {
+		e.downBucket.SetRate(down)
+	}
+	return nil
+}
+
+// Rates returns the shaped rates (bits per second; 0: not limited).
+func (e *Engine) Rates() (up, down uint64) { return e.upBucket.Rate(), e.downBucket.Rate() }
+
 // SetSession publishes a new PPPoE session snapshot (nil: session down).
 // Workers pick it up at their next batch; an address change flushes NAT.
 func (e *Engine) SetSession(s *pppoe.Session) { e.session.Store(s) }

@@ -13,14 +13,33 @@ import "sync/atomic"
 // Unused credit is handed back when a worker's queue runs dry, so an idle
 // worker holds nothing. A worker that falls behind (late timer) may catch up
 // at most Burst of missed time; longer idle periods are forfeit.
+//
+// The rate can change while workers lease (SetRate): a lease reads the
+// parameters once, through an atomic pointer.
 type Bucket struct {
 	tat atomic.Int64 // theoretical arrival time, ns
 	_   [56]byte     // keep tat on its own cache line
 
+	p     atomic.Pointer[bucketParams]
+	burst int64 // ns of catch-up
+}
+
+// bucketParams are a rate and what follows from it; replaced whole.
+type bucketParams struct {
 	rate      uint64 // bits per second
 	chunk     int64  // bytes per lease
-	burst     int64  // ns of catch-up
 	nsPerByte float64
+}
+
+func paramsFor(rateBits uint64) *bucketParams {
+	p := &bucketParams{rate: rateBits}
+	if rateBits == 0 {
+		return p
+	}
+	p.nsPerByte = 8e9 / float64(rateBits)
+	c := int64(float64(rateBits) / 8 * DefaultChunkTime / 1e9)
+	p.chunk = min(max(c, MinChunk), MaxChunk)
+	return p
 }
 
 // Default lease and catch-up sizes.
@@ -33,14 +52,9 @@ const (
 
 // NewBucket returns a bucket for rateBits bits per second; 0 means unlimited.
 func NewBucket(rateBits uint64, clk Clock) *Bucket {
-	b := &Bucket{rate: rateBits, burst: DefaultBurst}
-	if rateBits == 0 {
-		return b
-	}
-	b.nsPerByte = 8e9 / float64(rateBits)
-	c := int64(float64(rateBits) / 8 * DefaultChunkTime / 1e9)
-	b.chunk = min(max(c, MinChunk), MaxChunk)
-	if clk != nil {
+	b := &Bucket{burst: DefaultBurst}
+	b.p.Store(paramsFor(rateBits))
+	if rateBits != 0 && clk != nil {
 		b.tat.Store(clk.Now())
 	}
 	return b
@@ -51,16 +65,26 @@ func (b *Bucket) Rate() uint64 {
 	if b == nil {
 		return 0
 	}
-	return b.rate
+	return b.p.Load().rate
 }
 
-// Chunk returns the lease size in bytes.
-func (b *Bucket) Chunk() int64 { return b.chunk }
+// SetRate changes the rate (bits per second) while workers lease; the
+// lease size follows it. Credit already granted stays granted. A bucket
+// made with rate 0 is not used by the shapers (they run unlimited), so
+// setting a rate on it changes nothing; SetRate(0) on a limited bucket
+// lets everything through.
+func (b *Bucket) SetRate(rateBits uint64) { b.p.Store(paramsFor(rateBits)) }
 
-// SetChunk sets the lease size in bytes (call before use).
+// Chunk returns the lease size in bytes.
+func (b *Bucket) Chunk() int64 { return b.p.Load().chunk }
+
+// SetChunk sets the lease size in bytes (call before use; SetRate resets
+// it).
 func (b *Bucket) SetChunk(bytes int64) {
 	if bytes > 0 {
-		b.chunk = bytes
+		p := *b.p.Load()
+		p.chunk = bytes
+		b.p.Store(&p)
 	}
 }
 
@@ -72,15 +96,16 @@ func (b *Bucket) SetBurst(ns int64) {
 	}
 }
 
-func (b *Bucket) bytesToNs(n int64) int64 {
-	return int64(float64(n)*b.nsPerByte + 0.5)
+func (p *bucketParams) bytesToNs(n int64) int64 {
+	return int64(float64(n)*p.nsPerByte + 0.5)
 }
 
 // Lease asks for at least need bytes of credit at time now. It returns the
 // bytes granted (max(need, chunk)), or 0 and the time at which to ask again.
 func (b *Bucket) Lease(now, need int64) (granted, retry int64) {
-	amount := max(need, b.chunk)
-	d := b.bytesToNs(amount)
+	p := b.p.Load()
+	amount := max(need, p.chunk)
+	d := p.bytesToNs(amount)
 	for {
 		t := b.tat.Load()
 		if t > now {
@@ -96,7 +121,7 @@ func (b *Bucket) Lease(now, need int64) (granted, retry int64) {
 // Return hands back unused credit.
 func (b *Bucket) Return(bytes int64) {
 	if bytes > 0 {
-		b.tat.Add(-b.bytesToNs(bytes))
+		b.tat.Add(-b.p.Load().bytesToNs(bytes))
 	}
 }
 

@@ -149,3 +149,48 @@ func TestBucketLease(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketSetRate: a shaper kept busy on one bucket sends at the
+// configured rate, and at the new one right after SetRate (both ways),
+// within 0.5 %.
+func TestBucketSetRate(t *testing.T) {
+	clk := NewManualClock(0)
+	b := NewBucket(100e6, clk)
+	s := New[*tpkt](Config{}, b, clk, &tops{})
+	pkts := make([]tpkt, 4096)
+	next := 0
+	out := make([]*tpkt, 32)
+	run := func(d int64) (bits float64) {
+		end := clk.Now() + d
+		for now := clk.Now(); now < end; now = clk.Advance(20_000) {
+			for s.Len() < 16 {
+				p := &pkts[next%len(pkts)]
+				*p = tpkt{size: 1500, flow: uint32(next % 4)}
+				next++
+				s.EnqueueAt(p, p.flow, 0, now)
+			}
+			for {
+				n := s.DequeueAt(out, now)
+				for _, p := range out[:n] {
+					bits += float64(p.size) * 8
+				}
+				if n < len(out) {
+					break
+				}
+			}
+		}
+		return bits / (float64(d) / 1e9)
+	}
+	run(100 * ms) // settle
+	for _, rate := range []uint64{100e6, 20e6, 500e6} {
+		b.SetRate(rate)
+		run(50 * ms) // the change takes effect within a lease or two
+		got := run(1000 * ms)
+		if math.Abs(got-float64(rate))/float64(rate) > 0.005 {
+			t.Errorf("rate %d: sent %.0f bit/s", rate, got)
+		}
+		if b.Rate() != rate || b.Chunk() < MinChunk {
+			t.Errorf("Rate %d Chunk %d after SetRate(%d)", b.Rate(), b.Chunk(), rate)
+		}
+	}
+}

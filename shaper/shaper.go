@@ -136,7 +136,7 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 		ops:     ops,
 		clk:     clk,
 		b:       b,
-		limited: b != nil && b.rate > 0,
+		limited: b.Rate() > 0,
 		cfg:     cfg,
 		ecn:     !cfg.NoECN,
 		quantum: int64(cfg.Quantum) << fpBits,

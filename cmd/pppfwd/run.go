@@ -13,6 +13,30 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane/router"
 )
 
+// reload applies file's configuration to r and logs what it did.
+func reload(r *router.Router, file string, logf func(string, ...any)) {
+	f, err := os.Open(file)
+	if err != nil {
+		logf("pppfwd: reload: %v", err)
+		return
+	}
+	cfg, err := router.ParseConfig(f)
+	f.Close()
+	if err != nil {
+		logf("pppfwd: reload: %s: %v (nothing changed)", file, err)
+		return
+	}
+	applied, restart, err := r.Reload(cfg)
+	switch {
+	case err != nil:
+		logf("pppfwd: reload: %v (nothing changed)", err)
+	case len(applied) == 0 && len(restart) == 0:
+		logf("pppfwd: reload: no change")
+	default:
+		logf("pppfwd: reload: applied %v; need a restart (unchanged): %v", applied, restart)
+	}
+}
+
 func runMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pppfwd run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -44,6 +68,21 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP re-reads the configuration and applies what can change with
+	// the session up (the shaper rates).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload(r, *conf, logger.Printf)
+			}
+		}
+	}()
 	if err := r.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
 		return 1

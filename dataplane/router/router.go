@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"reflect"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/pppfwd/pppfwd/nic/pin"
 	"github.com/pppfwd/pppfwd/nic/tap"
 	"github.com/pppfwd/pppfwd/pppoe"
+	"github.com/pppfwd/pppfwd/shaper"
 )
 
 // Router is a running pppfwd: ports, engine, control plane, PPPoE client.
@@ -156,6 +158,55 @@ func (r *Router) Run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// Reload applies what of a new configuration can change while the
+// session stays up: the shaper rates (shaper.up and shaper.down
+// bandwidth). It returns what it applied, and the keys whose new values
+// need a restart (left as they were). A direction that was not shaped at
+// start cannot be shaped by a reload.
+func (r *Router) Reload(cfg *Config) (applied, restart []string, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	old := *r.cfg
+	for _, k := range []struct {
+		name     string
+		old, new shaper.Spec
+	}{{"shaper.up", old.Up, cfg.Up}, {"shaper.down", old.Down, cfg.Down}} {
+		if (k.old.Rate == 0) != (k.new.Rate == 0) {
+			return nil, nil, fmt.Errorf("%s: shaping cannot be switched on or off while running: restart", k.name)
+		}
+		o, n := k.old, k.new
+		o.Rate, n.Rate = 0, 0
+		if !reflect.DeepEqual(o, n) {
+			restart = append(restart, k.name+" (other than bandwidth)")
+		}
+	}
+	if cfg.Up.Rate != old.Up.Rate || cfg.Down.Rate != old.Down.Rate {
+		if err := r.e.SetRates(cfg.Up.Rate, cfg.Down.Rate); err != nil {
+			return nil, nil, err
+		}
+		if cfg.Up.Rate != old.Up.Rate {
+			applied = append(applied, fmt.Sprintf("shaper.up %d bit/s", cfg.Up.Rate))
+		}
+		if cfg.Down.Rate != old.Down.Rate {
+			applied = append(applied, fmt.Sprintf("shaper.down %d bit/s", cfg.Down.Rate))
+		}
+		r.cfg.Up.Rate, r.cfg.Down.Rate = cfg.Up.Rate, cfg.Down.Rate
+	}
+	// Everything else needs a restart: name what differs.
+	ov, nv := reflect.ValueOf(old), reflect.ValueOf(*cfg)
+	for i := 0; i < ov.NumField(); i++ {
+		name := ov.Type().Field(i).Name
+		if name == "Up" || name == "Down" {
+			continue
+		}
+		if !reflect.DeepEqual(ov.Field(i).Interface(), nv.Field(i).Interface()) {
+			restart = append(restart, name)
+		}
+	}
+	return applied, restart, nil
 }
 
 func (r *Router) statsLoop(ctx context.Context) {
