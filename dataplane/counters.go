@@ -27,7 +27,7 @@ const (
 	DropTxFull                     // TX ring full
 	DropRingFull                   // inter-core ring full
 	DropException                  // exception path queue full
-	DropNoBuffer                   // frame pool empty
+	DropNoBuffer                   // frame pool empty when a frame had to be made (fragmenting)
 	DropHeadroom                   // not enough headroom to encapsulate
 	numReasons
 )
@@ -70,6 +70,7 @@ type Counters struct {
 	Redirected      uint64 // frames handed to another worker
 	Unresolved      uint64 // LAN next hop unknown: held by the control plane while ARP resolves it
 	Fragments       uint64 // IPv4 fragments made for the PPPoE MTU (DF clear)
+	NoBufferPolls   uint64 // receives skipped for want of a free frame (the frames wait in the port)
 	Drops           [numReasons]uint64
 	CPUNanos        uint64 // thread CPU time since start (if measured)
 	SteerPackets    uint64 // frames classified by steering on this thread
@@ -82,15 +83,15 @@ type counterCell struct {
 	cpu atomic.Uint64
 }
 
-const countersWords = 13 + int(numReasons)
+const countersWords = 14 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
 	w[0], w[1], w[2], w[3] = c.RxLAN, c.RxWAN, c.TxLAN, c.TxWAN
 	w[4], w[5], w[6], w[7] = c.Exception, c.ICMPSent, c.ICMPRateLimited, c.Clamped
 	w[8], w[9], w[10] = c.Redirected, c.SteerPackets, c.SteerNanos
-	w[11], w[12] = c.Unresolved, c.Fragments
-	copy(w[13:], c.Drops[:])
+	w[11], w[12], w[13] = c.Unresolved, c.Fragments, c.NoBufferPolls
+	copy(w[14:], c.Drops[:])
 	return w
 }
 
@@ -113,8 +114,8 @@ func (p *counterCell) load() Counters {
 	s.RxLAN, s.RxWAN, s.TxLAN, s.TxWAN = w[0], w[1], w[2], w[3]
 	s.Exception, s.ICMPSent, s.ICMPRateLimited, s.Clamped = w[4], w[5], w[6], w[7]
 	s.Redirected, s.SteerPackets, s.SteerNanos = w[8], w[9], w[10]
-	s.Unresolved, s.Fragments = w[11], w[12]
-	copy(s.Drops[:], w[13:])
+	s.Unresolved, s.Fragments, s.NoBufferPolls = w[11], w[12], w[13]
+	copy(s.Drops[:], w[14:])
 	return s
 }
 
@@ -130,6 +131,7 @@ func (c *Counters) Add(o *Counters) {
 	c.Clamped += o.Clamped
 	c.Redirected += o.Redirected
 	c.Unresolved += o.Unresolved
+	c.NoBufferPolls += o.NoBufferPolls
 	c.Fragments += o.Fragments
 	c.SteerPackets += o.SteerPackets
 	c.SteerNanos += o.SteerNanos

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -55,6 +56,52 @@ func TestStartedEngineCountersSettle(t *testing.T) {
 		}
 		if c.RxLAN != want || c.Drops[DropNotOurMAC] != want {
 			t.Fatalf("after %d frames the published counters say RxLAN %d, not-our-MAC drops %d", want, c.RxLAN, c.Drops[DropNotOurMAC])
+		}
+	}
+}
+
+// TestCountersPublishRoundTrip: every counter field survives publish and
+// load, and Add sums every one (a field added to Counters but not to the
+// published words, or to Add, fails here).
+func TestCountersPublishRoundTrip(t *testing.T) {
+	var c Counters
+	v := reflect.ValueOf(&c).Elem()
+	n := uint64(1)
+	for i := 0; i < v.NumField(); i++ {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Uint64:
+			f.SetUint(n)
+			n++
+		case reflect.Array:
+			for j := 0; j < f.Len(); j++ {
+				f.Index(j).SetUint(n)
+				n++
+			}
+		}
+	}
+	var cell counterCell
+	cell.publish(&c)
+	cell.cpu.Store(c.CPUNanos) // the CPU clock is published on its own
+	if got := cell.load(); got != c {
+		t.Fatalf("published %+v, loaded %+v", c, got)
+	}
+	var sum Counters
+	sum.Add(&c)
+	sum.Add(&c)
+	sv := reflect.ValueOf(sum)
+	for i := 0; i < v.NumField(); i++ {
+		f, s := v.Field(i), sv.Field(i)
+		switch f.Kind() {
+		case reflect.Uint64:
+			if s.Uint() != 2*f.Uint() {
+				t.Errorf("Add: %s = %d, want %d", v.Type().Field(i).Name, s.Uint(), 2*f.Uint())
+			}
+		case reflect.Array:
+			for j := 0; j < f.Len(); j++ {
+				if s.Index(j).Uint() != 2*f.Index(j).Uint() {
+					t.Errorf("Add: %s[%d]", v.Type().Field(i).Name, j)
+				}
+			}
 		}
 	}
 }

@@ -188,7 +188,7 @@ func (s *steerer) pollQueue(q int) int {
 	// counted (DropRingFull) by push.
 	n := s.pool.GetN(s.rx)
 	if n == 0 {
-		s.c.Drops[DropNoBuffer]++
+		s.c.NoBufferPolls++
 		return -1
 	}
 	got, _ := s.wan.Recv(q, s.rx[:n])

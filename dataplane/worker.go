@@ -190,7 +190,7 @@ func (w *Worker) step() int {
 		}
 		work += got
 	} else {
-		w.c.Drops[DropNoBuffer]++
+		w.c.NoBufferPolls++
 	}
 	// WAN frames steered to us.
 	l := w.e.steerLinks[w.id]
