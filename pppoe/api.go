@@ -124,6 +124,7 @@ type SessionInfo struct {
 type ServerCounters struct {
 	PADIReceived, PADOSent, PADRReceived, PADSSent uint64
 	PADTSent, PADTReceived                         uint64
+	PADTLate                                       uint64 // for a session that had just ended (after LCP Terminate)
 	AuthOK, AuthFailed                             uint64
 	SessionsUp                                     uint64
 	IPv4In, IPv4Out                                uint64

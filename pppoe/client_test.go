@@ -316,6 +316,26 @@ func TestStaleSessionPADT(t *testing.T) {
 	if len(p.s.Sessions()) != 0 {
 		t.Fatal("server still holds the session")
 	}
+	// A PADT for the session that just ended (pppd sends one after the
+	// AC has already ended the session on LCP Terminate) is late, not
+	// foreign.
+	before := p.s.Counters()
+	var padt []byte
+	for _, f := range p.net.sent {
+		if f.from == p.cn {
+			if fr, err := ParseFrame(f.b); err == nil && fr.EtherType == hdr.EtherTypePPPoEDisc && fr.Code == CodePADT && fr.SessionID == got.SessionID {
+				padt = f.b
+			}
+		}
+	}
+	if padt == nil {
+		t.Fatal("no PADT from the client")
+	}
+	p.net.inject(padt)
+	p.net.run(time.Millisecond, nil)
+	if c := p.s.Counters(); c.PADTLate != before.PADTLate+1 || c.Dropped != before.Dropped {
+		t.Fatalf("late PADT: AC counters %+v (before %+v)", c, before)
+	}
 }
 
 func TestDiscoveryChoiceAndErrors(t *testing.T) {

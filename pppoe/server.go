@@ -105,6 +105,14 @@ type Server struct {
 	writeErr error
 	closing  bool
 	now      time.Time
+	// ended remembers the last sessions that ended, so that the PADT a
+	// client sends after an LCP Terminate (pppd does) is known as late,
+	// not foreign.
+	ended [8]struct {
+		id  uint16
+		mac [6]byte
+	}
+	endedN int
 }
 
 type srvSession struct {
@@ -319,6 +327,10 @@ func (sc *serverCore) input(b []byte, now time.Time) {
 	case CodePADT:
 		ss := s.sessions[d.SessionID]
 		if ss == nil || ss.mac != f.Src || f.Dst != s.mac {
+			if f.Dst == s.mac && s.recentlyEnded(d.SessionID, f.Src) {
+				s.counters.PADTLate++
+				return
+			}
 			s.counters.Dropped++
 			return
 		}
@@ -459,6 +471,17 @@ func (s *Server) allocAddr() uint32 {
 	return 0
 }
 
+// recentlyEnded reports whether session id with peer mac is among the
+// last ones that ended.
+func (s *Server) recentlyEnded(id uint16, mac [6]byte) bool {
+	for _, e := range s.ended[:min(s.endedN, len(s.ended))] {
+		if e.id == id && e.mac == mac {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) endSession(ss *srvSession, padt bool) {
 	if s.sessions[ss.id] != ss {
 		return
@@ -468,6 +491,11 @@ func (s *Server) endSession(ss *srvSession, padt bool) {
 		s.counters.PADTSent++
 	}
 	delete(s.sessions, ss.id)
+	s.ended[s.endedN%len(s.ended)] = struct {
+		id  uint16
+		mac [6]byte
+	}{ss.id, ss.mac}
+	s.endedN++
 	if ss.addr != 0 && s.byAddr[ss.addr] == ss {
 		delete(s.byAddr, ss.addr)
 	}
