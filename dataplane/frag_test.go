@@ -13,7 +13,7 @@ import (
 
 // fragmentIPv4 splits an IPv4 packet (no options) into fragments whose
 // IP payload is at most chunk bytes (a multiple of 8), as a host does.
-func fragmentIPv4(t *testing.T, ip []byte, chunk int) [][]byte {
+func fragmentIPv4(t testing.TB, ip []byte, chunk int) [][]byte {
 	t.Helper()
 	payload := ip[hdr.IPv4MinLen:]
 	var out [][]byte
@@ -211,7 +211,7 @@ func ip4s(a uint32) string { return netIP(a).String() }
 
 // bigUDP builds an unfragmented IPv4 UDP datagram carrying data, with
 // valid checksums and IP id id.
-func bigUDP(t *testing.T, src, dst uint32, sport, dport, id uint16, data []byte) []byte {
+func bigUDP(t testing.TB, src, dst uint32, sport, dport, id uint16, data []byte) []byte {
 	t.Helper()
 	ip := serialize(t, pkt{src: src, dst: dst, sport: sport, dport: dport, proto: layers.IPProtocolUDP}.layers(t)[:2]...)
 	ip = append(ip, data...)

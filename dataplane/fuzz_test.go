@@ -15,6 +15,14 @@ func fuzzSeeds(f *testing.F) {
 	f.Add(wanFrame(f, pkt{src: remoteIP, dst: pubIP, sport: 1, dport: 2000, proto: layers.IPProtocolUDP, payload: 8}), true)
 	f.Add(wanFrame(f, pkt{src: remoteIP, dst: pubIP, sport: 80, dport: 40000, proto: layers.IPProtocolTCP, syn: true, mss: 1460}), true)
 	f.Add(wanFrame(f, pkt{src: remoteIP, dst: pubIP, proto: layers.IPProtocolICMPv4, icmpType: 0, icmpID: 3000}), true)
+	// Fragments: first and later, both ways.
+	data := make([]byte, 1600)
+	for _, fr := range fragmentIPv4(f, bigUDP(f, hostIP, remoteIP, 1, 2, 9, data), 1480) {
+		f.Add(lanEth(fr), false)
+	}
+	for _, fr := range fragmentIPv4(f, bigUDP(f, remoteIP, pubIP, 2, 2000, 9, data), 1472) {
+		f.Add(wanIPFrame(f, fr), true)
+	}
 }
 
 // FuzzWorker feeds arbitrary frames to a worker on either side: it must
