@@ -51,7 +51,10 @@ type Options struct {
 	// HostTap gives the router a TAP for its own traffic, carrying the LAN
 	// address: the router namespace's kernel then answers ARP and ping.
 	HostTap bool
-	Logf    func(format string, args ...any)
+	// ResolvFile, if set, is the router's pppoe.resolv: the session's DNS
+	// servers are written there.
+	ResolvFile string
+	Logf       func(format string, args ...any)
 }
 
 // Lab is a running lab.
@@ -168,6 +171,7 @@ func Start(o Options) (_ *Lab, err error) {
 	if o.HostTap {
 		cfg.HostTap = "pppfwd0"
 	}
+	cfg.ResolvFile = o.ResolvFile
 	// Open inside the router's namespace: the ports' sockets stay there.
 	if err = l.Router.Do(func() (e error) {
 		l.R, e = router.Open(cfg, router.Ports{}, o.Logf)

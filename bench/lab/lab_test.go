@@ -2,6 +2,8 @@ package lab
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,13 +27,25 @@ func TestIntegrationLab(t *testing.T) {
 	}{{"afpacket", 1, false}, {"afpacket", 2, false}, {"afxdp", 1, false}, {"afxdp", 2, false}, {"afpacket", 2, true}} {
 		backend, workers, hostTap := c.backend, c.workers, c.tap
 		t.Run(fmt.Sprintf("%s/workers=%d/tap=%v", backend, workers, hostTap), func(t *testing.T) {
-			l, err := Start(Options{Backend: backend, Workers: workers, HostTap: hostTap, Logf: t.Logf})
+			resolv := filepath.Join(t.TempDir(), "resolv.conf")
+			l, err := Start(Options{Backend: backend, Workers: workers, HostTap: hostTap, ResolvFile: resolv, Logf: t.Logf})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer l.Close()
 			if err := l.WaitUp(15 * time.Second); err != nil {
 				t.Fatal(err)
+			}
+			// The session's DNS server lands in the resolv file (the hook
+			// runs off the fast path, so give it a moment).
+			var rc []byte
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if rc, _ = os.ReadFile(resolv); len(rc) > 0 {
+					break
+				}
+			}
+			if !strings.Contains(string(rc), "nameserver "+DNSAddr.String()+"\n") {
+				t.Fatalf("resolv file %q, want the AC's DNS server %s", rc, DNSAddr)
 			}
 			out, err := l.Ping(LANPrefix.Addr().String(), 3)
 			if err != nil || !strings.Contains(out, " 0% packet loss") {

@@ -37,6 +37,11 @@ type Config struct {
 
 	HostTap       string        // TAP device for the router's own traffic ("" = built-in ARP/echo only)
 	StatsInterval time.Duration // log counters this often (0 = never)
+
+	// Session hooks, as pppd's usepeerdns and ip-up/ip-down: the DNS
+	// servers the session brought, written as a resolv.conf; programs
+	// run when the session comes up and when it goes down (see hooks.go).
+	ResolvFile, UpScript, DownScript string
 }
 
 // ParseConfig reads "key value" lines; '#' starts a comment. Unknown
@@ -122,6 +127,12 @@ func (c *Config) set(key, val string) error {
 		c.PPPoE.MTU, err = atoiRange(val, 576, 1500)
 	case "pppoe.state":
 		c.PPPoE.StatePath = val
+	case "pppoe.resolv":
+		c.ResolvFile = val
+	case "pppoe.up_script":
+		c.UpScript = val
+	case "pppoe.down_script":
+		c.DownScript = val
 	case "pppoe.echo_interval":
 		c.PPPoE.EchoInterval, err = time.ParseDuration(val)
 	case "pppoe.echo_failures":

@@ -32,6 +32,7 @@ type Router struct {
 	e        *dataplane.Engine
 	ctl      *dataplane.Control
 	cli      *pppoe.Client
+	hooks    *hooks // nil without session hooks
 	logf     func(format string, args ...any)
 }
 
@@ -99,6 +100,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 	pc := cfg.PPPoE
 	pc.Logf = logf
 	r.cli = pppoe.NewClient(pc, r.ctl.WANConn(), r.publish)
+	r.hooks = newHooks(cfg, logf)
 	return r, nil
 }
 
@@ -117,6 +119,7 @@ func (r *Router) publish(s *pppoe.Session) {
 		r.logf("pppfwd: session %d up: %s peer %s mtu %d", s.ID, addrString(s.LocalAddr), addrString(s.PeerAddr), s.MTU)
 	}
 	r.e.SetSession(s)
+	r.hooks.publish(s)
 }
 
 // Engine returns the dataplane engine.
@@ -227,6 +230,7 @@ func (r *Router) statsLoop(ctx context.Context) {
 
 // Close releases the ports.
 func (r *Router) Close() {
+	r.hooks.close() // the down script of a session that just ended still runs
 	for _, p := range []nic.Port{r.lan, r.wan, r.host} {
 		if p != nil {
 			p.Close()

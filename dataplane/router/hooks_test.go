@@ -1,0 +1,76 @@
+package router
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pppfwd/pppfwd/nic/memport"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// TestSessionHooks: a session coming up rewrites the resolv file and runs
+// the up script with the session in its environment; going down runs the
+// down script with the same session; a session without DNS leaves the
+// file alone; Close waits for what is queued.
+func TestSessionHooks(t *testing.T) {
+	dir := t.TempDir()
+	resolv := filepath.Join(dir, "resolv.conf")
+	log := filepath.Join(dir, "events")
+	script := filepath.Join(dir, "hook")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nenv | grep '^PPPFWD_' | sort | tr '\\n' ' ' >> "+log+"\necho >> "+log+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig(strings.NewReader("lan.interface a\nwan.interface wan0\nlan.address 10.0.0.1/24\npppoe.user u\n" +
+		"pppoe.resolv " + resolv + "\npppoe.up_script " + script + "\npppoe.down_script " + script + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	r, err := Open(cfg, Ports{LAN: memport.New("lan", 1, 64), WAN: memport.New("wan", 1, 64)},
+		func(f string, a ...any) { logged = append(logged, f) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &pppoe.Session{ID: 0x1234, LocalAddr: 0x64400007, PeerAddr: 0x64400001, DNS: [2]uint32{0x08080808, 0x01010101}, MTU: 1492}
+	r.publish(s)
+	r.publish(nil)
+	r.publish(&pppoe.Session{ID: 0x1235, LocalAddr: 0x64400008, PeerAddr: 0x64400001, MTU: 1500}) // no DNS
+	r.Close()
+	r.publish(nil) // after Close: ignored, no panic
+	got, err := os.ReadFile(resolv)
+	if err != nil || string(got) != "# written by pppfwd from the PPPoE session (IPCP)\nnameserver 8.8.8.8\nnameserver 1.1.1.1\n" {
+		t.Fatalf("resolv file %q, %v", got, err)
+	}
+	ev, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(ev)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d script runs, want 3 (up, down, up): %q", len(lines), ev)
+	}
+	for i, want := range []string{
+		"PPPFWD_DNS1=8.8.8.8 PPPFWD_DNS2=1.1.1.1 PPPFWD_EVENT=up PPPFWD_LOCAL=100.64.0.7 PPPFWD_MTU=1492 PPPFWD_PEER=100.64.0.1 PPPFWD_SESSION_ID=4660 PPPFWD_WAN_INTERFACE=wan0",
+		"PPPFWD_DNS1=8.8.8.8 PPPFWD_DNS2=1.1.1.1 PPPFWD_EVENT=down PPPFWD_LOCAL=100.64.0.7 PPPFWD_MTU=1492 PPPFWD_PEER=100.64.0.1 PPPFWD_SESSION_ID=4660 PPPFWD_WAN_INTERFACE=wan0",
+		"PPPFWD_DNS1= PPPFWD_DNS2= PPPFWD_EVENT=up PPPFWD_LOCAL=100.64.0.8 PPPFWD_MTU=1500 PPPFWD_PEER=100.64.0.1 PPPFWD_SESSION_ID=4661 PPPFWD_WAN_INTERFACE=wan0",
+	} {
+		if strings.TrimSpace(lines[i]) != want {
+			t.Errorf("run %d:\n got %s\nwant %s", i, strings.TrimSpace(lines[i]), want)
+		}
+	}
+	// A failing script is logged, not fatal.
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(bad, []byte("#!/bin/sh\necho nope >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	h := newHooks(&Config{UpScript: bad}, func(f string, a ...any) { msgs = append(msgs, fmt.Sprintf(f, a...)) })
+	h.publish(s)
+	h.close()
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "exit status 3: nope") {
+		t.Fatalf("a failing script was logged as %q", msgs)
+	}
+}
