@@ -69,7 +69,10 @@ func (b *Bucket) Rate() uint64 {
 }
 
 // SetRate changes the rate (bits per second) while workers lease; the
-// lease size follows it. Credit already granted stays granted. A bucket
+// lease size follows it. Credit already granted stays granted; credit a
+// worker hands back after the change is priced at the new rate, so right
+// after a cut the bucket may give out up to its burst (DefaultBurst, 1 ms)
+// more than the new rate allows. A bucket
 // made with rate 0 is not used by the shapers (they run unlimited), so
 // setting a rate on it changes nothing; SetRate(0) on a limited bucket
 // lets everything through.

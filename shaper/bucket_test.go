@@ -194,3 +194,46 @@ func TestBucketSetRate(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketSetRateConcurrent: leases, returns and rate changes from
+// several goroutines at once (run with -race); what is granted stays
+// within the highest rate set plus a lease and a burst per worker.
+func TestBucketSetRateConcurrent(t *testing.T) {
+	clk := NewManualClock(0)
+	b := NewBucket(100e6, clk)
+	const workers = 4
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if g, _ := b.Lease(clk.Now(), 1500); g > 0 {
+					if i%7 == 0 {
+						b.Return(g / 2)
+						g -= g / 2
+					}
+					granted.Add(g)
+				}
+			}
+		}()
+	}
+	const steps = 2000
+	for i := 0; i < steps; i++ {
+		b.SetRate([]uint64{100e6, 20e6, 300e6}[i%3])
+		clk.Advance(10_000) // 10 us
+	}
+	close(stop)
+	wg.Wait()
+	limit := 300e6/8*float64(steps*10_000)/1e9 + float64(workers)*(MaxChunk+300e6/8*DefaultBurst/1e9)
+	if g := float64(granted.Load()); g > limit {
+		t.Fatalf("granted %.0f bytes, more than %.0f", g, limit)
+	}
+}

@@ -61,6 +61,12 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
+	// SIGHUP re-reads the configuration and applies what can change with
+	// the session up (the shaper rates); caught from here on, so one that
+	// comes while the ports open waits instead of killing the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	r, err := router.Open(cfg, router.Ports{}, logger.Printf)
 	if err != nil {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
@@ -68,11 +74,6 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	// SIGHUP re-reads the configuration and applies what can change with
-	// the session up (the shaper rates).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {

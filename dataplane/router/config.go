@@ -20,28 +20,35 @@ import (
 )
 
 // Config is a router's configuration (see pppfwd.conf.example).
+//
+// Each field's key tag names the configuration keys it comes from (Reload
+// reports changes by them).
 type Config struct {
-	Backend string // afpacket, afxdp or netmap
-	Workers int
+	Backend string `key:"backend"` // afpacket, afxdp or netmap
+	Workers int    `key:"workers"`
 
-	LANInterface string
-	LANAddr      netip.Prefix // the router's LAN address and prefix
-	WANInterface string
+	LANInterface string       `key:"lan.interface"`
+	LANAddr      netip.Prefix `key:"lan.address"` // the router's LAN address and prefix
+	WANInterface string       `key:"wan.interface"`
 
-	PPPoE pppoe.ClientConfig // user, password, service, AC, VLAN, MTU, state, echo
+	PPPoE pppoe.ClientConfig `key:"pppoe.* or wan.vlan*"` // user, password, service, AC, VLAN, MTU, state, echo
 
-	Up, Down shaper.Spec // Rate 0: that direction is not shaped
+	Up   shaper.Spec `key:"shaper.up"` // Rate 0: that direction is not shaped
+	Down shaper.Spec `key:"shaper.down"`
 
-	PortLo, PortHi uint16
-	NAT            nat.Config // capacity, per-host limit, filtering, forwards
+	PortLo uint16     `key:"nat.ports"`
+	PortHi uint16     `key:"nat.ports"`
+	NAT    nat.Config `key:"nat.*"` // capacity, per-host limit, filtering, forwards
 
-	HostTap       string        // TAP device for the router's own traffic ("" = built-in ARP/echo only)
-	StatsInterval time.Duration // log counters this often (0 = never)
+	HostTap       string        `key:"host.tap"`       // TAP device for the router's own traffic ("" = built-in ARP/echo only)
+	StatsInterval time.Duration `key:"stats.interval"` // log counters this often (0 = never)
 
 	// Session hooks, as pppd's usepeerdns and ip-up/ip-down: the DNS
 	// servers the session brought, written as a resolv.conf; programs
 	// run when the session comes up and when it goes down (see hooks.go).
-	ResolvFile, UpScript, DownScript string
+	ResolvFile string `key:"pppoe.resolv"`
+	UpScript   string `key:"pppoe.up_script"`
+	DownScript string `key:"pppoe.down_script"`
 }
 
 // ParseConfig reads "key value" lines; '#' starts a comment. Unknown

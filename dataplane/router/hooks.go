@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,15 +20,23 @@ import (
 //
 //   - ResolvFile gets "nameserver" lines for the DNS servers IPCP gave
 //     (pppd's usepeerdns writes /etc/ppp/resolv.conf the same way), written
-//     to a temporary file and renamed over it, on every session that brings
-//     DNS servers; it is left as it is when the session goes down.
-//   - UpScript runs when a session is up, DownScript when it goes down
-//     (pppd's ip-up and ip-down), with HookTimeout to finish and the
-//     session in the environment: PPPFWD_EVENT (up or down),
-//     PPPFWD_WAN_INTERFACE, PPPFWD_LOCAL, PPPFWD_PEER, PPPFWD_DNS1,
-//     PPPFWD_DNS2, PPPFWD_SESSION_ID, PPPFWD_MTU.
+//     to a temporary file in the same directory (made if missing), synced
+//     and renamed over it (over a symlink's target), on every session that
+//     brings DNS servers; it is left as it is when the session goes down.
+//   - UpScript runs when a session is up, DownScript when it goes down,
+//     as pppd's ip-up and ip-down: a down only after its up ran, an up
+//     once per session. Like pppd they get a small environment (PATH and
+//     the session: PPPFWD_EVENT (up or down), PPPFWD_WAN_INTERFACE,
+//     PPPFWD_LOCAL, PPPFWD_PEER, PPPFWD_DNS1, PPPFWD_DNS2,
+//     PPPFWD_SESSION_ID, PPPFWD_MTU, and pppd's IPLOCAL, IPREMOTE, DNS1,
+//     DNS2) and pppd's arguments (interface, tty, speed, local address,
+//     remote address, ipparam; here the WAN interface, "", 0, the
+//     addresses, ""). There is no ppp interface: a script that configures
+//     one is not a drop-in. A script gets HookTimeout; then its whole
+//     process group is killed.
 //
-// Hook events beyond HookQueue waiting are dropped and logged.
+// Hook events beyond HookQueue waiting are dropped and logged; Close waits
+// at most HookTimeout+5s for the queue.
 const (
 	HookTimeout = 30 * time.Second
 	HookQueue   = 16
@@ -39,10 +48,11 @@ type hookEvent struct {
 }
 
 type hooks struct {
-	cfg    *Config
-	logf   func(string, ...any)
-	events chan hookEvent
-	done   chan struct{}
+	cfg     *Config
+	logf    func(string, ...any)
+	events  chan hookEvent
+	done    chan struct{}
+	timeout time.Duration // HookTimeout (tests shorten it)
 
 	mu     sync.Mutex // publish vs close
 	closed bool
@@ -53,7 +63,7 @@ func newHooks(cfg *Config, logf func(string, ...any)) *hooks {
 	if cfg.ResolvFile == "" && cfg.UpScript == "" && cfg.DownScript == "" {
 		return nil
 	}
-	h := &hooks{cfg: cfg, logf: logf, events: make(chan hookEvent, HookQueue), done: make(chan struct{})}
+	h := &hooks{cfg: cfg, logf: logf, events: make(chan hookEvent, HookQueue), done: make(chan struct{}), timeout: HookTimeout}
 	go h.run()
 	return h
 }
@@ -70,18 +80,27 @@ func (h *hooks) publish(s *pppoe.Session) {
 	}
 	ev := hookEvent{up: s != nil}
 	switch {
+	case s != nil && h.last != nil && h.last.ID == s.ID && h.last.LocalAddr == s.LocalAddr:
+		*h.last = *s // the same session published again (an MTU change): no second up
+		return
 	case s != nil:
 		ev.s = *s
-		h.last = &ev.s
 	case h.last != nil:
 		ev.s = *h.last
-		h.last = nil
 	default:
-		return // down without an up: nothing ran
+		return // down without an up that ran: nothing to undo
 	}
 	select {
 	case h.events <- ev:
+		if ev.up {
+			h.last = &ev.s
+		} else {
+			h.last = nil
+		}
 	default:
+		// Dropped: an up leaves last as it was (its down will not run); a
+		// down keeps last, so the next up is taken as a new session only
+		// after this one's down is queued.
 		h.logf("pppfwd: hooks: %d events waiting, session %s dropped", HookQueue, map[bool]string{true: "up", false: "down"}[ev.up])
 	}
 }
@@ -97,7 +116,11 @@ func (h *hooks) close() {
 		close(h.events)
 	}
 	h.mu.Unlock()
-	<-h.done
+	select {
+	case <-h.done:
+	case <-time.After(h.timeout + 5*time.Second):
+		h.logf("pppfwd: hooks still running at shutdown: not waiting for them")
+	}
 }
 
 func (h *hooks) run() {
@@ -121,29 +144,53 @@ func (h *hooks) run() {
 }
 
 func (h *hooks) runScript(script string, ev hookEvent) error {
-	ctx, cancel := context.WithTimeout(context.Background(), HookTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, script)
+	local, peer := addrString(ev.s.LocalAddr), addrString(ev.s.PeerAddr)
+	dns1, dns2 := dnsString(ev.s.DNS[0]), dnsString(ev.s.DNS[1])
+	cmd := exec.CommandContext(ctx, script, h.cfg.WANInterface, "", "0", local, peer, "")
 	event := "down"
 	if ev.up {
 		event = "up"
 	}
-	cmd.Env = append(os.Environ(),
-		"PPPFWD_EVENT="+event,
-		"PPPFWD_WAN_INTERFACE="+h.cfg.WANInterface,
-		"PPPFWD_LOCAL="+addrString(ev.s.LocalAddr),
-		"PPPFWD_PEER="+addrString(ev.s.PeerAddr),
-		"PPPFWD_DNS1="+dnsString(ev.s.DNS[0]),
-		"PPPFWD_DNS2="+dnsString(ev.s.DNS[1]),
-		"PPPFWD_SESSION_ID="+strconv.Itoa(int(ev.s.ID)),
-		"PPPFWD_MTU="+strconv.Itoa(ev.s.MTU),
-	)
-	out, err := cmd.CombinedOutput()
+	cmd.Env = []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"PPPFWD_EVENT=" + event,
+		"PPPFWD_WAN_INTERFACE=" + h.cfg.WANInterface,
+		"PPPFWD_LOCAL=" + local, "PPPFWD_PEER=" + peer,
+		"PPPFWD_DNS1=" + dns1, "PPPFWD_DNS2=" + dns2,
+		"PPPFWD_SESSION_ID=" + strconv.Itoa(int(ev.s.ID)),
+		"PPPFWD_MTU=" + strconv.Itoa(ev.s.MTU),
+		"IPLOCAL=" + local, "IPREMOTE=" + peer, "DNS1=" + dns1, "DNS2=" + dns2,
+	}
+	// Its own process group, killed whole on timeout; what it leaves in
+	// the background does not hold the hooks up past WaitDelay.
+	setProcessGroup(cmd)
+	cmd.WaitDelay = 2 * time.Second
+	var out capped
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // it exited; what it left running keeps its output
+	}
 	if err != nil {
-		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(out.String()))
 	}
 	return nil
 }
+
+// capped keeps the first 4 KiB written to it (a script's output, for the
+// log).
+type capped struct{ b []byte }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := 4096 - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(len(p), room)]...)
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string { return string(c.b) }
 
 func dnsString(a uint32) string {
 	if a == 0 {
@@ -152,8 +199,15 @@ func dnsString(a uint32) string {
 	return addrString(a)
 }
 
-// writeResolv replaces file with the servers' nameserver lines.
+// writeResolv replaces file (or, for a symlink, its target) with the
+// servers' nameserver lines.
 func writeResolv(file string, dns [2]uint32) error {
+	if p, err := filepath.EvalSymlinks(file); err == nil {
+		file = p
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return fmt.Errorf("resolv file: %w", err)
+	}
 	var b strings.Builder
 	b.WriteString("# written by pppfwd from the PPPoE session (IPCP)\n")
 	for _, a := range dns {
@@ -166,6 +220,9 @@ func writeResolv(file string, dns [2]uint32) error {
 		return fmt.Errorf("resolv file: %w", err)
 	}
 	_, err = tmp.WriteString(b.String())
+	if err == nil {
+		err = tmp.Sync()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

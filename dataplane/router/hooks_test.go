@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pppfwd/pppfwd/nic/memport"
 	"github.com/pppfwd/pppfwd/pppoe"
@@ -72,5 +75,86 @@ func TestSessionHooks(t *testing.T) {
 	h.close()
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "exit status 3: nope") {
 		t.Fatalf("a failing script was logged as %q", msgs)
+	}
+}
+
+// TestHookPairing: an up runs once per session (a re-publish of the same
+// session is not a new up), a down only after its up was queued, and a
+// dropped event does not unpair them.
+func TestHookPairing(t *testing.T) {
+	h := &hooks{cfg: &Config{}, logf: func(string, ...any) {}, events: make(chan hookEvent, 2), done: make(chan struct{})}
+	s1 := &pppoe.Session{ID: 1, LocalAddr: 10, MTU: 1500}
+	h.publish(nil) // down without an up: nothing
+	h.publish(s1)
+	h.publish(&pppoe.Session{ID: 1, LocalAddr: 10, MTU: 1492}) // the same session, new MTU
+	h.publish(nil)
+	if len(h.events) != 2 {
+		t.Fatalf("%d events queued, want up and down", len(h.events))
+	}
+	up, down := <-h.events, <-h.events
+	if !up.up || up.s.ID != 1 || down.up || down.s.ID != 1 || down.s.MTU != 1492 {
+		t.Fatalf("events %+v, %+v", up, down)
+	}
+	// A full queue drops the up: its down must not run either.
+	h.events <- hookEvent{}
+	h.events <- hookEvent{}
+	h.publish(&pppoe.Session{ID: 2})
+	<-h.events
+	<-h.events
+	h.publish(nil)
+	if len(h.events) != 0 {
+		t.Fatalf("a down ran for an up that was dropped")
+	}
+	// A dropped down keeps the session: the next down for it still runs.
+	h.publish(&pppoe.Session{ID: 3})
+	h.events <- hookEvent{}
+	h.publish(nil) // dropped
+	<-h.events
+	<-h.events
+	h.publish(nil)
+	if ev := <-h.events; ev.up || ev.s.ID != 3 {
+		t.Fatalf("after a dropped down: %+v", ev)
+	}
+}
+
+// TestHookScriptTimeout: a script that outlives its time is killed with
+// everything it started, and one that leaves a child in the background
+// does not hold the hooks up.
+func TestHookScriptTimeout(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child")
+	slow := filepath.Join(dir, "slow")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 60 &\necho $! > "+pidFile+"\nwait\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bg := filepath.Join(dir, "bg")
+	if err := os.WriteFile(bg, []byte("#!/bin/sh\nsleep 60 &\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		script string
+		failed bool
+	}{{slow, true}, {bg, false}} {
+		var msgs []string
+		h := newHooks(&Config{UpScript: c.script}, func(f string, a ...any) { msgs = append(msgs, fmt.Sprintf(f, a...)) })
+		h.timeout = 300 * time.Millisecond
+		t0 := time.Now()
+		h.publish(&pppoe.Session{ID: 1})
+		h.close()
+		if d := time.Since(t0); d > 4*time.Second {
+			t.Fatalf("%s: hooks took %v", filepath.Base(c.script), d)
+		}
+		if (len(msgs) > 0) != c.failed {
+			t.Fatalf("%s: logged %q", filepath.Base(c.script), msgs)
+		}
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	time.Sleep(100 * time.Millisecond)
+	if pid <= 0 || syscall.Kill(pid, 0) == nil {
+		t.Fatalf("the timed-out script's child %d is still alive", pid)
 	}
 }

@@ -38,8 +38,12 @@ func TestReload(t *testing.T) {
 	if up, down := r.Engine().Rates(); up != 35e6 || down != 180e6 || len(applied) != 2 {
 		t.Fatalf("after reload: rates %d/%d, applied %v", up, down, applied)
 	}
-	if !slices.Equal(restart, []string{"Workers"}) {
-		t.Fatalf("restart %v, want [Workers]", restart)
+	if !slices.Equal(restart, []string{"workers"}) {
+		t.Fatalf("restart %v, want [workers]", restart)
+	}
+	_, restart, err = r.Reload(parse("shaper.up bandwidth 35mbit\nshaper.down bandwidth 180mbit\nnat.ports 2000-3000\npppoe.mtu 1500\nstats.interval 5s\n"))
+	if err != nil || !slices.Equal(restart, []string{"pppoe.* or wan.vlan*", "nat.ports", "stats.interval"}) {
+		t.Fatalf("restart %v (%v)", restart, err)
 	}
 	applied, restart, err = r.Reload(parse("shaper.up bandwidth 35mbit overhead 34\nshaper.down bandwidth 180mbit\n"))
 	if err != nil || len(applied) != 0 || !slices.Equal(restart, []string{"shaper.up (other than bandwidth)"}) {

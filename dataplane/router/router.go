@@ -7,6 +7,7 @@ import (
 	"net"
 	"os/exec"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,6 +34,7 @@ type Router struct {
 	ctl      *dataplane.Control
 	cli      *pppoe.Client
 	hooks    *hooks // nil without session hooks
+	reloadMu sync.Mutex
 	logf     func(format string, args ...any)
 }
 
@@ -48,6 +50,8 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	own := *cfg // the router's own copy: Reload changes it
+	cfg = &own
 	r := &Router{cfg: cfg, logf: logf, lan: ports.LAN, wan: ports.WAN, lanMAC: ports.LANMAC, wanMAC: ports.WANMAC}
 	var err error
 	if r.lan == nil {
@@ -172,6 +176,8 @@ func (r *Router) Reload(cfg *Config) (applied, restart []string, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
+	r.reloadMu.Lock()
+	defer r.reloadMu.Unlock()
 	old := *r.cfg
 	for _, k := range []struct {
 		name     string
@@ -198,15 +204,20 @@ func (r *Router) Reload(cfg *Config) (applied, restart []string, err error) {
 		}
 		r.cfg.Up.Rate, r.cfg.Down.Rate = cfg.Up.Rate, cfg.Down.Rate
 	}
-	// Everything else needs a restart: name what differs.
-	ov, nv := reflect.ValueOf(old), reflect.ValueOf(*cfg)
+	// Everything else needs a restart: name the keys whose values differ.
+	nc := *cfg
+	for _, c := range []*Config{&old, &nc} { // hooks a caller may set in code
+		c.PPPoE.Deliver, c.PPPoE.Rand, c.PPPoE.Logf = nil, nil, nil
+	}
+	ov, nv := reflect.ValueOf(old), reflect.ValueOf(nc)
 	for i := 0; i < ov.NumField(); i++ {
-		name := ov.Type().Field(i).Name
-		if name == "Up" || name == "Down" {
+		f := ov.Type().Field(i)
+		key := f.Tag.Get("key")
+		if !f.IsExported() || f.Name == "Up" || f.Name == "Down" || slices.Contains(restart, key) {
 			continue
 		}
 		if !reflect.DeepEqual(ov.Field(i).Interface(), nv.Field(i).Interface()) {
-			restart = append(restart, name)
+			restart = append(restart, key)
 		}
 	}
 	return applied, restart, nil
@@ -222,8 +233,8 @@ func (r *Router) statsLoop(ctx context.Context) {
 		case <-t.C:
 			c := r.e.Totals()
 			st := r.cli.Status()
-			r.logf("pppfwd: state %s rtt %v lan rx %d tx %d, wan rx %d tx %d, exceptions %d, drops %v",
-				st.State, st.EchoRTT, c.RxLAN, c.TxLAN, c.RxWAN, c.TxWAN, c.Exception, c.DropMap())
+			r.logf("pppfwd: state %s rtt %v lan rx %d tx %d, wan rx %d tx %d, exceptions %d, no-buffer polls %d, drops %v",
+				st.State, st.EchoRTT, c.RxLAN, c.TxLAN, c.RxWAN, c.TxWAN, c.Exception, c.NoBufferPolls, c.DropMap())
 		}
 	}
 }
