@@ -114,21 +114,7 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 			}
 
 			// The answer, fragmented by the far end for the session MTU.
-			down := bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4242, data)
-			for _, fr := range fragmentIPv4(t, down, 1472) {
-				r.wan.Inject(0, wanIPFrame(t, fr))
-			}
-			for i := 0; i < 4; i++ {
-				r.clock.t += 1e6
-				r.step()
-			}
-			got = got[:0]
-			for _, fr := range r.drainLAN() {
-				if [6]byte(fr[0:6]) != hostMAC {
-					t.Fatalf("downlink fragment to %x", fr[0:6])
-				}
-				got = append(got, fr[14:])
-			}
+			got = downFragments(t, r, bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4242, data), 1472)
 			if len(got) != 3 {
 				t.Fatalf("workers %d shaped %v: %d downlink fragments, want 3; drops %v", workers, shaped, len(got), r.e.Totals().DropMap())
 			}
@@ -142,17 +128,7 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 			// A datagram whose last fragment carries 4 bytes (less than a
 			// transport header) reaches the host too.
 			tiny := bytes.Repeat([]byte{0x77}, 2*1472-8+4)
-			for _, fr := range fragmentIPv4(t, bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4444, tiny), 1472) {
-				r.wan.Inject(0, wanIPFrame(t, fr))
-			}
-			for i := 0; i < 4; i++ {
-				r.clock.t += 1e6
-				r.step()
-			}
-			got = got[:0]
-			for _, fr := range r.drainLAN() {
-				got = append(got, fr[14:])
-			}
+			got = downFragments(t, r, bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4444, tiny), 1472)
 			if len(got) != 3 || len(hdr.IPv4(got[2]).Payload()) != 4 {
 				t.Fatalf("workers %d: %d fragments of the datagram with a 4-byte last one; drops %v", workers, len(got), r.e.Totals().DropMap())
 			}
@@ -193,6 +169,28 @@ func TestTCPFragmentAtOffset8Dropped(t *testing.T) {
 	if n := len(r.drainWAN()) + len(r.drainLAN()); n != 0 || r.e.Totals().Drops[DropFragment] != 2 {
 		t.Fatalf("%d frames out, fragment drops %d; want none out, 2 dropped", n, r.e.Totals().Drops[DropFragment])
 	}
+}
+
+// downFragments sends a downlink datagram in fragments of at most chunk
+// bytes from the AC, lets the engine run, and returns the IPv4 packets
+// that reached the LAN, each checked to go to the host's MAC.
+func downFragments(t *testing.T, r *rig, ip []byte, chunk int) [][]byte {
+	t.Helper()
+	for _, fr := range fragmentIPv4(t, ip, chunk) {
+		r.wan.Inject(0, wanIPFrame(t, fr))
+	}
+	for i := 0; i < 4; i++ {
+		r.clock.t += 1e6
+		r.step()
+	}
+	var got [][]byte
+	for _, fr := range r.drainLAN() {
+		if [6]byte(fr[0:6]) != hostMAC {
+			t.Fatalf("downlink fragment to %x", fr[0:6])
+		}
+		got = append(got, fr[14:])
+	}
+	return got
 }
 
 // fixUDP recomputes the IPv4 header and UDP checksums of an unfragmented

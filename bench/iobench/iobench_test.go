@@ -390,31 +390,10 @@ func checkPipeline(t *testing.T, fw *Forwarder, a, b nic.Port, flows []Flow) {
 	if err != nil {
 		t.Fatalf("priming: %v (engine drops %v)", err, fw.Engine.Totals().DropMap())
 	}
-	var upErr, downErr error
 	const n = 4000
-	c, err := Load{A: a, B: b, Up: up, Down: down, Flows: len(flows), Count: n, Rate: 4000, CPU: -1,
-		MatchA: FullMatch(len(flows), CheckDown(flows), &downErr),
-		MatchB: FullMatch(len(flows), CheckUpPPPoE(flows), &upErr),
-		Drain:  500 * time.Millisecond}.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if upErr != nil || downErr != nil {
-		t.Errorf("bad frames: uplink %v, downlink %v", upErr, downErr)
-	}
+	c := loadAll(t, a, b, up, down, flows, CheckUpPPPoE(flows), CheckDown(flows), n, []nic.Port{a, fw.LAN, fw.WAN, b})
 	drops := fw.Engine.Totals().DropMap()
-	t.Logf("sent %d/%d, received %d/%d, bad %d/%d; engine drops %v; control frames %d",
-		c.UpSent, c.DownSent, c.UpRecv, c.DownRecv, c.UpBad, c.DownBad, drops, fw.ControlFrames())
-	if c.UpSent != n || c.DownSent != n {
-		t.Fatalf("generator sent %d up, %d down, want %d", c.UpSent, c.DownSent, n)
-	}
-	if c.UpRecv != n || c.DownRecv != n || c.UpBad+c.DownBad != 0 {
-		for _, p := range []nic.Port{a, fw.LAN, fw.WAN, b} {
-			t.Logf("port %s: %+v", p.Name(), p.Stats())
-		}
-		t.Fatalf("lost frames below capacity: %d of %d up, %d of %d down arrived (bad %d/%d)",
-			c.UpRecv, n, c.DownRecv, n, c.UpBad, c.DownBad)
-	}
+	t.Logf("engine drops %v; control frames %d", drops, fw.ControlFrames())
 	for i := range flows {
 		want := uint64(n / len(flows))
 		if i < n%len(flows) {
@@ -432,6 +411,36 @@ func checkPipeline(t *testing.T, fw *Forwarder, a, b nic.Port, flows []Flow) {
 	if n := fw.ControlFrames(); n != 0 {
 		t.Errorf("%d frames went to the control path", n)
 	}
+}
+
+// loadAll sends n frames each way at a moderate rate and requires every
+// one at the far end, intact (upCheck, downCheck), logging ports' stats on
+// a loss.
+func loadAll(t *testing.T, a, b nic.Port, up, down [][]byte, flows []Flow, upCheck, downCheck Check, n int, ports []nic.Port) *Counts {
+	t.Helper()
+	var upErr, downErr error
+	c, err := Load{A: a, B: b, Up: up, Down: down, Flows: len(flows), Count: uint64(n), Rate: 4000, CPU: -1,
+		MatchA: FullMatch(len(flows), downCheck, &downErr),
+		MatchB: FullMatch(len(flows), upCheck, &upErr),
+		Drain:  500 * time.Millisecond}.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upErr != nil || downErr != nil {
+		t.Errorf("bad frames: uplink %v, downlink %v", upErr, downErr)
+	}
+	t.Logf("sent %d/%d, received %d/%d, bad %d/%d", c.UpSent, c.DownSent, c.UpRecv, c.DownRecv, c.UpBad, c.DownBad)
+	if c.UpSent != uint64(n) || c.DownSent != uint64(n) {
+		t.Fatalf("generator sent %d up, %d down, want %d", c.UpSent, c.DownSent, n)
+	}
+	if c.UpRecv != uint64(n) || c.DownRecv != uint64(n) || c.UpBad+c.DownBad != 0 {
+		for _, p := range ports {
+			t.Logf("port %s: %+v", p.Name(), p.Stats())
+		}
+		t.Fatalf("lost frames below capacity: %d of %d up, %d of %d down arrived (bad %d/%d)",
+			c.UpRecv, n, c.DownRecv, n, c.UpBad, c.DownBad)
+	}
+	return c
 }
 
 // modelTrial is a forwarder of capacity pps per direction driven by a
@@ -684,22 +693,8 @@ func TestNullForwarderMemport(t *testing.T) {
 	for _, w := range nf.Workers() {
 		moved0 += w.Packets
 	}
-	var upErr, downErr error
 	const n = 4000
-	c, err := Load{A: ga, B: gb, Up: up, Down: down, Flows: len(flows), Count: n, Rate: 4000, CPU: -1,
-		MatchA: FullMatch(len(flows), CheckDownNull(flows), &downErr),
-		MatchB: FullMatch(len(flows), CheckUpNull(flows), &upErr),
-		Drain:  500 * time.Millisecond}.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if upErr != nil || downErr != nil {
-		t.Errorf("bad frames: uplink %v, downlink %v", upErr, downErr)
-	}
-	if c.UpSent != n || c.DownSent != n || c.UpRecv != n || c.DownRecv != n || c.UpBad+c.DownBad != 0 {
-		t.Fatalf("sent %d/%d, received %d/%d, bad %d/%d; want %d each way, none bad",
-			c.UpSent, c.DownSent, c.UpRecv, c.DownRecv, c.UpBad, c.DownBad, n)
-	}
+	loadAll(t, ga, gb, up, down, flows, CheckUpNull(flows), CheckDownNull(flows), n, nil)
 	stopped = true
 	if err := nf.Stop(); err != nil {
 		t.Fatal(err)
