@@ -14,6 +14,26 @@ import (
 	"github.com/pppfwd/pppfwd/pppoe"
 )
 
+// startWith starts e and runs each of runs on a goroutine of its own; the
+// test's cleanup cancels them, waits for them and stops e.
+func startWith(t *testing.T, e *Engine, runs ...func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	e.Start()
+	for _, run := range runs {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = run(ctx) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		if err := e.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -59,20 +79,7 @@ func TestControlPlaneSession(t *testing.T) {
 			}
 			e.SetSession(s)
 		})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	e.Start()
-	for _, run := range []func(context.Context) error{ctl.Run, srv.Run, cli.Run} {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = run(ctx) }()
-	}
-	defer func() {
-		cancel()
-		wg.Wait()
-		if err := e.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
+	startWith(t, e, ctl.Run, srv.Run, cli.Run)
 	waitFor(t, "session up", 10*time.Second, func() bool { return e.Session() != nil })
 	s := e.Session()
 	if s.LocalAddr != pubIP || s.PeerMAC != acMAC || cli.Status().DNS[0] != ip4(192, 0, 2, 53) {

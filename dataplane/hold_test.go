@@ -1,9 +1,7 @@
 package dataplane
 
 import (
-	"context"
 	"encoding/binary"
-	"sync"
 	"testing"
 	"time"
 
@@ -93,18 +91,7 @@ func TestControlHoldsUnresolved(t *testing.T) {
 	e.SetSession(testSession())
 	e.SetNeighbors(map[uint32][6]byte{hostIP: hostMAC})
 	ctl := NewControl(e, ControlConfig{WANMAC: wanMAC})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	e.Start()
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = ctl.Run(ctx) }()
-	defer func() {
-		cancel()
-		wg.Wait()
-		if err := e.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
+	startWith(t, e, ctl.Run)
 
 	// An uplink packet makes the NAT mapping.
 	lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 4000, dport: 53, proto: layers.IPProtocolUDP, payload: 20}))
