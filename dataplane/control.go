@@ -32,17 +32,22 @@ const MaxNeighbors = 16384
 
 // ControlStats are the control plane's counters.
 type ControlStats struct {
-	WANFrames, WANDropped  uint64 // control frames for the PPPoE client / dropped (queue full)
-	ARPReplies, ARPLearned uint64
-	ARPRequests            uint64 // sent to resolve LAN next hops
-	EchoReplies            uint64 // ICMP echo answered for the router
-	ToHost, FromHost       uint64 // frames exchanged with the host stack
-	Ignored                uint64 // exceptions nobody handles (counted, dropped)
+	WANFrames   uint64 `json:"wan_frames"`  // control frames for the PPPoE client
+	WANDropped  uint64 `json:"wan_dropped"` // ... dropped (queue full)
+	ARPReplies  uint64 `json:"arp_replies"`
+	ARPLearned  uint64 `json:"arp_learned"`
+	ARPRequests uint64 `json:"arp_requests"` // sent to resolve LAN next hops
+	EchoReplies uint64 `json:"echo_replies"` // ICMP echo answered for the router
+	ToHost      uint64 `json:"to_host"`      // frames exchanged with the host stack
+	FromHost    uint64 `json:"from_host"`
+	Ignored     uint64 `json:"ignored"` // exceptions nobody handles (counted, dropped)
 	// Frames for unresolved LAN hosts (see HoldPerHost): offered, sent once
 	// the host answered ARP, given up (queue full, HoldTimeout, or not
 	// sent), and waiting now: Held = HeldSent + HeldDropped + HeldWaiting.
-	Held, HeldSent, HeldDropped uint64
-	HeldWaiting                 int
+	Held        uint64 `json:"held"`
+	HeldSent    uint64 `json:"held_sent"`
+	HeldDropped uint64 `json:"held_dropped"`
+	HeldWaiting int    `json:"held_waiting"`
 }
 
 // Control is the off-fast-path side of an Engine: one goroutine (Run)

@@ -42,6 +42,7 @@ type Config struct {
 
 	HostTap       string        `key:"host.tap"`       // TAP device for the router's own traffic ("" = built-in ARP/echo only)
 	StatsInterval time.Duration `key:"stats.interval"` // log counters this often (0 = never)
+	StatsFile     string        `key:"stats.file"`     // also write them there as JSON, replaced each interval (10s if no interval)
 
 	// Session hooks, as pppd's usepeerdns and ip-up/ip-down: the DNS
 	// servers the session brought, written as a resolv.conf; programs
@@ -191,6 +192,8 @@ func (c *Config) set(key, val string) error {
 		c.HostTap = val
 	case "stats.interval":
 		c.StatsInterval, err = time.ParseDuration(val)
+	case "stats.file":
+		c.StatsFile = val
 	default:
 		return fmt.Errorf("unknown key")
 	}

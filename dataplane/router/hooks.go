@@ -202,12 +202,6 @@ func dnsString(a uint32) string {
 // writeResolv replaces file (or, for a symlink, its target) with the
 // servers' nameserver lines.
 func writeResolv(file string, dns [2]uint32) error {
-	if p, err := filepath.EvalSymlinks(file); err == nil {
-		file = p
-	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return fmt.Errorf("resolv file: %w", err)
-	}
 	var b strings.Builder
 	b.WriteString("# written by pppfwd from the PPPoE session (IPCP)\n")
 	for _, a := range dns {
@@ -215,11 +209,27 @@ func writeResolv(file string, dns [2]uint32) error {
 			fmt.Fprintf(&b, "nameserver %s\n", addrString(a))
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".pppfwd-resolv-*")
-	if err != nil {
+	if err := writeFileAtomic(file, []byte(b.String())); err != nil {
 		return fmt.Errorf("resolv file: %w", err)
 	}
-	_, err = tmp.WriteString(b.String())
+	return nil
+}
+
+// writeFileAtomic replaces file (or, for a symlink, its target) with data:
+// a temporary file in the same directory (made if missing), synced, mode
+// 0644, renamed over it. A reader sees the old file or the new one.
+func writeFileAtomic(file string, data []byte) error {
+	if p, err := filepath.EvalSymlinks(file); err == nil {
+		file = p
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".pppfwd-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -234,7 +244,7 @@ func writeResolv(file string, dns [2]uint32) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("resolv file %s: %w", file, err)
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
 }

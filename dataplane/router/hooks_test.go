@@ -1,6 +1,7 @@
 package router
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -156,5 +157,46 @@ func TestHookScriptTimeout(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if pid <= 0 || syscall.Kill(pid, 0) == nil {
 		t.Fatalf("the timed-out script's child %d is still alive", pid)
+	}
+}
+
+// TestWriteStats: the stats file is JSON with the session state, the
+// counters, the drops by reason and the shaper rates, replaced whole
+// (through a missing directory, made).
+func TestWriteStats(t *testing.T) {
+	cfg, err := ParseConfig(strings.NewReader("lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\nshaper.up bandwidth 40mbit\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lan := memport.New("lan", 1, 64)
+	r, err := Open(cfg, Ports{LAN: lan, WAN: memport.New("wan", 1, 64), LANMAC: [6]byte{2, 0, 0, 0, 0, 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.Engine().Start()
+	defer r.Engine().Stop()
+	lan.Inject(0, make([]byte, 60)) // to another MAC: dropped, counted
+	file := filepath.Join(t.TempDir(), "run", "stats.json")
+	var st map[string]any
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := r.WriteStats(file); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatalf("stats file is not JSON: %v\n%s", err, b)
+		}
+		if d, _ := st["drops"].(map[string]any); d["not_our_mac"] == 1.0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	c, _ := st["counters"].(map[string]any)
+	if st["state"] == nil || st["shaper_up_bps"] != 40e6 || st["shaper_down_bps"] != 0.0 || c["rx_lan"] != 1.0 || c["drops"] != 1.0 ||
+		st["drops"].(map[string]any)["not_our_mac"] != 1.0 || st["control"] == nil {
+		t.Fatalf("stats %v", st)
 	}
 }

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -143,7 +144,7 @@ func (r *Router) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = r.ctl.Run(ctlCtx) }()
-	if r.cfg.StatsInterval > 0 {
+	if r.cfg.StatsInterval > 0 || r.cfg.StatsFile != "" {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.statsLoop(ctlCtx) }()
 	}
@@ -224,19 +225,94 @@ func (r *Router) Reload(cfg *Config) (applied, restart []string, err error) {
 }
 
 func (r *Router) statsLoop(ctx context.Context) {
-	t := time.NewTicker(r.cfg.StatsInterval)
+	every := r.cfg.StatsInterval
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c := r.e.Totals()
-			st := r.cli.Status()
-			r.logf("pppfwd: state %s rtt %v lan rx %d tx %d, wan rx %d tx %d, exceptions %d, no-buffer polls %d, drops %v",
-				st.State, st.EchoRTT, c.RxLAN, c.TxLAN, c.RxWAN, c.TxWAN, c.Exception, c.NoBufferPolls, c.DropMap())
+			if r.cfg.StatsInterval > 0 {
+				c := r.e.Totals()
+				st := r.cli.Status()
+				r.logf("pppfwd: state %s rtt %v lan rx %d tx %d, wan rx %d tx %d, exceptions %d, no-buffer polls %d, drops %v",
+					st.State, st.EchoRTT, c.RxLAN, c.TxLAN, c.RxWAN, c.TxWAN, c.Exception, c.NoBufferPolls, c.DropMap())
+			}
+			if r.cfg.StatsFile != "" {
+				if err := r.WriteStats(r.cfg.StatsFile); err != nil {
+					r.logf("pppfwd: %v", err)
+				}
+			}
 		}
 	}
+}
+
+// Stats is what WriteStats writes: the session, the dataplane's counters
+// and drops by reason, the control plane's and the shaper rates.
+type Stats struct {
+	Time          time.Time              `json:"time"`
+	State         string                 `json:"state"`
+	SessionID     uint16                 `json:"session_id"`
+	Local         string                 `json:"local"`
+	Peer          string                 `json:"peer"`
+	MTU           int                    `json:"mtu"`
+	UpSince       time.Time              `json:"up_since,omitzero"`
+	EchoRTTMs     float64                `json:"lcp_echo_rtt_ms"`
+	LastError     string                 `json:"last_error,omitempty"`
+	Reconnects    uint64                 `json:"sessions_up"`
+	Counters      StatsCounters          `json:"counters"`
+	Drops         map[string]uint64      `json:"drops"`
+	Control       dataplane.ControlStats `json:"control"`
+	ShaperUpBps   uint64                 `json:"shaper_up_bps"`
+	ShaperDownBps uint64                 `json:"shaper_down_bps"`
+}
+
+// StatsCounters are the dataplane's totals over all workers.
+type StatsCounters struct {
+	RxLAN         uint64 `json:"rx_lan"`
+	RxWAN         uint64 `json:"rx_wan"`
+	TxLAN         uint64 `json:"tx_lan"`
+	TxWAN         uint64 `json:"tx_wan"`
+	Exception     uint64 `json:"exception"`
+	ICMPSent      uint64 `json:"icmp_sent"`
+	Clamped       uint64 `json:"mss_clamped"`
+	Redirected    uint64 `json:"redirected"`
+	Unresolved    uint64 `json:"unresolved"`
+	Fragments     uint64 `json:"fragments_made"`
+	NoBufferPolls uint64 `json:"no_buffer_polls"`
+	Drops         uint64 `json:"drops"`
+}
+
+// Stats returns the router's current figures.
+func (r *Router) Stats() Stats {
+	st := r.cli.Status()
+	c := r.e.Totals()
+	up, down := r.e.Rates()
+	return Stats{Time: time.Now(), State: st.State.String(), SessionID: st.SessionID,
+		Local: addrString(st.LocalAddr), Peer: addrString(st.PeerAddr), MTU: st.MTU, UpSince: st.UpSince,
+		EchoRTTMs: float64(st.EchoRTT.Microseconds()) / 1000, LastError: st.LastError,
+		Reconnects: st.Counters.SessionsUp, Drops: c.DropMap(), Control: r.ctl.Stats(),
+		Counters: StatsCounters{RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
+			Exception: c.Exception, ICMPSent: c.ICMPSent, Clamped: c.Clamped, Redirected: c.Redirected,
+			Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls, Drops: c.TotalDrops()},
+		ShaperUpBps: up, ShaperDownBps: down}
+}
+
+// WriteStats replaces file with the router's figures as JSON (for a
+// monitoring agent to read).
+func (r *Router) WriteStats(file string) error {
+	b, err := json.MarshalIndent(r.Stats(), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(file, append(b, '\n')); err != nil {
+		return fmt.Errorf("stats file: %w", err)
+	}
+	return nil
 }
 
 // Close releases the ports.
