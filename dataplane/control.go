@@ -274,15 +274,26 @@ func (c *Control) fromLAN(b []byte) {
 		// its address or a reply to it (not every ARP on the segment), and
 		// only up to MaxNeighbors hosts: a LAN host cannot grow the table
 		// without bound by spoofing senders.
+		//
+		// A host already known is updated by any ARP it sends with a new
+		// MAC (as Linux updates existing entries): a gratuitous ARP that
+		// moves a VRRP/keepalived address, a replaced device.
 		aboutUs := (op == 1 && tpa == cfg.RouterAddr) || (op == 2 && [6]byte(eth.Dst()) == cfg.RouterMAC)
-		if aboutUs && binary.BigEndian.Uint32(arp[0:]) == 0x00010800 && arp[4] == 6 && arp[5] == 4 &&
-			spa&cfg.lanMask() == cfg.LANNet && spa != cfg.RouterAddr && spa != 0 && sha[0]&1 == 0 &&
-			c.e.neighbors.Load().Len() < MaxNeighbors {
-			if mac, ok := c.e.neighbors.Load().Lookup(spa); !ok || mac != sha {
+		if binary.BigEndian.Uint32(arp[0:]) == 0x00010800 && arp[4] == 6 && arp[5] == 4 &&
+			spa&cfg.lanMask() == cfg.LANNet && spa != cfg.RouterAddr && spa != 0 && sha[0]&1 == 0 {
+			mac, known := c.e.neighbors.Load().Lookup(spa)
+			switch {
+			case known && mac != sha:
 				c.e.SetNeighbor(spa, sha)
 				c.stats.arpLearn.Add(1)
+			case !known && aboutUs && c.e.neighbors.Load().Len() < MaxNeighbors:
+				c.e.SetNeighbor(spa, sha)
+				c.stats.arpLearn.Add(1)
+				known = true
 			}
-			c.sendHeld(spa, sha)
+			if known {
+				c.sendHeld(spa, sha)
+			}
 		}
 		if c.cfg.Host == nil {
 			if op == 1 && tpa == cfg.RouterAddr {

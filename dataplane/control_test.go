@@ -87,17 +87,7 @@ func TestControlPlaneSession(t *testing.T) {
 	}
 
 	// LAN host asks for the gateway's MAC: answered and learned.
-	arp := make([]byte, 42)
-	copy(arp, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	copy(arp[6:], hostMAC[:])
-	binary.BigEndian.PutUint16(arp[12:], hdr.EtherTypeARP)
-	binary.BigEndian.PutUint32(arp[14:], 0x00010800)
-	arp[18], arp[19] = 6, 4
-	binary.BigEndian.PutUint16(arp[20:], 1)
-	copy(arp[22:28], hostMAC[:])
-	binary.BigEndian.PutUint32(arp[28:], hostIP)
-	binary.BigEndian.PutUint32(arp[38:], routerIP)
-	lan.Inject(0, arp)
+	lan.Inject(0, arpFrame(1, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, hostMAC, hostIP, routerIP))
 	var arpReply []byte
 	waitFor(t, "ARP reply", 5*time.Second, func() bool {
 		lan.Drain(0, func(b []byte) {

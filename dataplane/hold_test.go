@@ -127,18 +127,7 @@ func TestControlHoldsUnresolved(t *testing.T) {
 	}
 	// The host answers from a new MAC.
 	newMAC := [6]byte{0x02, 0, 0, 0, 0, 0x99}
-	arp := make([]byte, 42)
-	copy(arp, routerMAC[:])
-	copy(arp[6:], newMAC[:])
-	binary.BigEndian.PutUint16(arp[12:], hdr.EtherTypeARP)
-	binary.BigEndian.PutUint32(arp[14:], 0x00010800)
-	arp[18], arp[19] = 6, 4
-	binary.BigEndian.PutUint16(arp[20:], 2)
-	copy(arp[22:28], newMAC[:])
-	binary.BigEndian.PutUint32(arp[28:], hostIP)
-	copy(arp[32:38], routerMAC[:])
-	binary.BigEndian.PutUint32(arp[38:], routerIP)
-	lan.Inject(0, arp)
+	lan.Inject(0, arpFrame(2, routerMAC, newMAC, hostIP, routerIP))
 	var got [][]byte
 	waitFor(t, "held replies delivered", 5*time.Second, func() bool {
 		lan.Drain(0, func(b []byte) {
@@ -174,5 +163,43 @@ func TestControlHoldsUnresolved(t *testing.T) {
 	}
 	if mac, ok := e.neighbors.Load().Lookup(hostIP); !ok || mac != newMAC {
 		t.Fatalf("neighbour %x %v, want %x", mac, ok, newMAC)
+	}
+}
+
+// arpFrame builds an ARP packet from sha/spa about tpa, to dst.
+func arpFrame(op uint16, dst, sha [6]byte, spa, tpa uint32) []byte {
+	b := make([]byte, 42)
+	copy(b, dst[:])
+	copy(b[6:], sha[:])
+	binary.BigEndian.PutUint16(b[12:], hdr.EtherTypeARP)
+	binary.BigEndian.PutUint32(b[14:], 0x00010800)
+	b[18], b[19] = 6, 4
+	binary.BigEndian.PutUint16(b[20:], op)
+	copy(b[22:28], sha[:])
+	binary.BigEndian.PutUint32(b[28:], spa)
+	binary.BigEndian.PutUint32(b[38:], tpa)
+	return b
+}
+
+// TestGratuitousARPMovesKnownHost: a gratuitous ARP from a known host with
+// a new MAC (a VRRP address moving) updates its entry; one from an
+// unknown host creates none (only ARP about the router does).
+func TestGratuitousARPMovesKnownHost(t *testing.T) {
+	lan := memport.New("lan", 1, 256)
+	e := memEngine(t, lan, memport.New("wan", 1, 256))
+	ctl := NewControl(e, ControlConfig{WANMAC: wanMAC})
+	startWith(t, e, ctl.Run)
+	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP)) // asks for the router: learned
+	waitFor(t, "host learned", 5*time.Second, func() bool { m, ok := e.neighbors.Load().Lookup(hostIP); return ok && m == hostMAC })
+	backup := [6]byte{0x02, 0, 0, 0, 0, 0x42}
+	lan.Inject(0, arpFrame(1, bcast, backup, hostIP, hostIP)) // gratuitous, from the new owner
+	waitFor(t, "entry moved", 5*time.Second, func() bool { m, _ := e.neighbors.Load().Lookup(hostIP); return m == backup })
+	other := hostIP + 5
+	lan.Inject(0, arpFrame(1, bcast, [6]byte{0x02, 0, 0, 0, 0, 0x43}, other, other))
+	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP)) // a marker processed after it
+	waitFor(t, "marker", 5*time.Second, func() bool { m, _ := e.neighbors.Load().Lookup(hostIP); return m == hostMAC })
+	if _, ok := e.neighbors.Load().Lookup(other); ok {
+		t.Fatal("a gratuitous ARP from an unknown host created an entry")
 	}
 }
