@@ -63,14 +63,16 @@ type Control struct {
 	stats struct {
 		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored atomic.Uint64
 	}
-	slow     *slowpath.Pool
-	hostRx   []*nic.Frame
-	hostTx   []*nic.Frame
-	hostMu   sync.Mutex
-	closed   chan struct{}
-	once     sync.Once
-	arpMu    sync.Mutex
-	lastARP  map[uint32]time.Time
+	slow    *slowpath.Pool
+	hostRx  []*nic.Frame
+	hostTx  []*nic.Frame
+	hostMu  sync.Mutex
+	closed  chan struct{}
+	once    sync.Once
+	arpMu   sync.Mutex
+	lastARP map[uint32]time.Time
+	// lastMove: when a known host's MAC last changed (locktime).
+	lastMove map[uint32]time.Time
 	hold     holdQueue
 	heldSent atomic.Uint64 // held frames sent
 }
@@ -81,7 +83,7 @@ func NewControl(e *Engine, cfg ControlConfig) *Control {
 		cfg.Queue = 64
 	}
 	c := &Control{e: e, cfg: cfg, in: make(chan []byte, cfg.Queue), free: make(chan []byte, cfg.Queue),
-		closed: make(chan struct{}), lastARP: map[uint32]time.Time{}}
+		closed: make(chan struct{}), lastARP: map[uint32]time.Time{}, lastMove: map[uint32]time.Time{}}
 	for i := 0; i < cfg.Queue; i++ {
 		c.free <- make([]byte, nic.BufSize)
 	}
@@ -199,6 +201,23 @@ func (c *Control) handle(j *slowpath.Job) {
 	}
 }
 
+// moveAllowed reports whether a known host's entry may change now: a
+// gratuitous ARP always moves it, any other ARP not within a second of
+// the last change. It records the change.
+func (c *Control) moveAllowed(ip uint32, gratuitous bool) bool {
+	now := time.Now()
+	c.arpMu.Lock()
+	defer c.arpMu.Unlock()
+	if t, ok := c.lastMove[ip]; ok && !gratuitous && now.Sub(t) < time.Second {
+		return false
+	}
+	if len(c.lastMove) >= MaxNeighbors {
+		clear(c.lastMove)
+	}
+	c.lastMove[ip] = now
+	return true
+}
+
 // sendHeld sends the frames held for ip, now that its MAC is known.
 func (c *Control) sendHeld(ip uint32, mac [6]byte) {
 	frames := c.hold.take(ip, time.Now())
@@ -277,13 +296,16 @@ func (c *Control) fromLAN(b []byte) {
 		//
 		// A host already known is updated by any ARP it sends with a new
 		// MAC (as Linux updates existing entries): a gratuitous ARP that
-		// moves a VRRP/keepalived address, a replaced device.
+		// moves a VRRP/keepalived address, a replaced device. As with
+		// Linux's locktime, a non-gratuitous change within a second of the
+		// last one is ignored, so two hosts claiming one address do not
+		// make the entry flap.
 		aboutUs := (op == 1 && tpa == cfg.RouterAddr) || (op == 2 && [6]byte(eth.Dst()) == cfg.RouterMAC)
 		if binary.BigEndian.Uint32(arp[0:]) == 0x00010800 && arp[4] == 6 && arp[5] == 4 &&
 			spa&cfg.lanMask() == cfg.LANNet && spa != cfg.RouterAddr && spa != 0 && sha[0]&1 == 0 {
 			mac, known := c.e.neighbors.Load().Lookup(spa)
 			switch {
-			case known && mac != sha:
+			case known && mac != sha && c.moveAllowed(spa, spa == tpa):
 				c.e.SetNeighbor(spa, sha)
 				c.stats.arpLearn.Add(1)
 			case !known && aboutUs && c.e.neighbors.Load().Len() < MaxNeighbors:

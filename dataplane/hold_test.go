@@ -195,9 +195,18 @@ func TestGratuitousARPMovesKnownHost(t *testing.T) {
 	backup := [6]byte{0x02, 0, 0, 0, 0, 0x42}
 	lan.Inject(0, arpFrame(1, bcast, backup, hostIP, hostIP)) // gratuitous, from the new owner
 	waitFor(t, "entry moved", 5*time.Second, func() bool { m, _ := e.neighbors.Load().Lookup(hostIP); return m == backup })
+	// A non-gratuitous change right after (another host answering for
+	// the address) is ignored for a second.
+	lan.Inject(0, arpFrame(2, routerMAC, [6]byte{0x02, 0, 0, 0, 0, 0x44}, hostIP, routerIP))
+	marker := hostIP + 9 // learned after the reply above is processed
+	lan.Inject(0, arpFrame(1, bcast, [6]byte{0x02, 0, 0, 0, 0, 0x45}, marker, routerIP))
+	waitFor(t, "marker", 5*time.Second, func() bool { _, ok := e.neighbors.Load().Lookup(marker); return ok })
+	if m, _ := e.neighbors.Load().Lookup(hostIP); m != backup {
+		t.Fatalf("entry flapped to %x within the locktime", m)
+	}
 	other := hostIP + 5
 	lan.Inject(0, arpFrame(1, bcast, [6]byte{0x02, 0, 0, 0, 0, 0x43}, other, other))
-	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP)) // a marker processed after it
+	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, hostIP)) // a gratuitous marker processed after it
 	waitFor(t, "marker", 5*time.Second, func() bool { m, _ := e.neighbors.Load().Lookup(hostIP); return m == hostMAC })
 	if _, ok := e.neighbors.Load().Lookup(other); ok {
 		t.Fatal("a gratuitous ARP from an unknown host created an entry")

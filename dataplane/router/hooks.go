@@ -221,6 +221,12 @@ func writeResolv(file string, dns [2]uint32) error {
 func writeFileAtomic(file string, data []byte) error {
 	if p, err := filepath.EvalSymlinks(file); err == nil {
 		file = p
+	} else if t, lerr := os.Readlink(file); lerr == nil {
+		// A symlink to a file that does not exist yet: write the target.
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(file), t)
+		}
+		file = t
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err

@@ -179,7 +179,7 @@ func TestWriteStats(t *testing.T) {
 	lan.Inject(0, make([]byte, 60)) // to another MAC: dropped, counted
 	file := filepath.Join(t.TempDir(), "run", "stats.json")
 	var st map[string]any
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if err := r.WriteStats(file); err != nil {
 			t.Fatal(err)
 		}
@@ -195,6 +195,27 @@ func TestWriteStats(t *testing.T) {
 		}
 	}
 	c, _ := st["counters"].(map[string]any)
+	// No session: no session figures (not the last session's).
+	for _, k := range []string{"local", "peer", "mtu", "up_since", "session_id", "lcp_echo_rtt_ms"} {
+		if _, ok := st[k]; ok {
+			t.Errorf("stats without a session carry %s: %v", k, st[k])
+		}
+	}
+	// A dangling symlink: its target is written, the link stays.
+	link := filepath.Join(t.TempDir(), "link.json")
+	target := filepath.Join(filepath.Dir(link), "sub", "target.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteStats(link); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the symlink was replaced: %v %v", fi, err)
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Fatalf("the symlink's target was not written: %v", err)
+	}
 	if st["state"] == nil || st["shaper_up_bps"] != 40e6 || st["shaper_down_bps"] != 0.0 || c["rx_lan"] != 1.0 || c["drops"] != 1.0 ||
 		st["drops"].(map[string]any)["not_our_mac"] != 1.0 || st["control"] == nil {
 		t.Fatalf("stats %v", st)

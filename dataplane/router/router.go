@@ -231,6 +231,19 @@ func (r *Router) statsLoop(ctx context.Context) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var lastErr string
+	writeFile := func() {
+		if r.cfg.StatsFile == "" {
+			return
+		}
+		err := r.WriteStats(r.cfg.StatsFile)
+		if msg := fmt.Sprint(err); err != nil && msg != lastErr {
+			r.logf("pppfwd: %v", err) // once per distinct error, not every tick
+		}
+		lastErr = fmt.Sprint(err)
+	}
+	writeFile() // at start, and at exit: the file never shows a state long gone
+	defer writeFile()
 	for {
 		select {
 		case <-ctx.Done():
@@ -242,11 +255,7 @@ func (r *Router) statsLoop(ctx context.Context) {
 				r.logf("pppfwd: state %s rtt %v lan rx %d tx %d, wan rx %d tx %d, exceptions %d, no-buffer polls %d, drops %v",
 					st.State, st.EchoRTT, c.RxLAN, c.TxLAN, c.RxWAN, c.TxWAN, c.Exception, c.NoBufferPolls, c.DropMap())
 			}
-			if r.cfg.StatsFile != "" {
-				if err := r.WriteStats(r.cfg.StatsFile); err != nil {
-					r.logf("pppfwd: %v", err)
-				}
-			}
+			writeFile()
 		}
 	}
 }
@@ -254,16 +263,17 @@ func (r *Router) statsLoop(ctx context.Context) {
 // Stats is what WriteStats writes: the session, the dataplane's counters
 // and drops by reason, the control plane's and the shaper rates.
 type Stats struct {
-	Time          time.Time              `json:"time"`
-	State         string                 `json:"state"`
-	SessionID     uint16                 `json:"session_id"`
-	Local         string                 `json:"local"`
-	Peer          string                 `json:"peer"`
-	MTU           int                    `json:"mtu"`
+	Time      time.Time `json:"time"`
+	State     string    `json:"state"`
+	SessionID uint16    `json:"session_id,omitempty"`
+	// The session's figures, while it is up.
+	Local         string                 `json:"local,omitempty"`
+	Peer          string                 `json:"peer,omitempty"`
+	MTU           int                    `json:"mtu,omitempty"`
 	UpSince       time.Time              `json:"up_since,omitzero"`
-	EchoRTTMs     float64                `json:"lcp_echo_rtt_ms"`
+	EchoRTTMs     float64                `json:"lcp_echo_rtt_ms,omitempty"`
 	LastError     string                 `json:"last_error,omitempty"`
-	Reconnects    uint64                 `json:"sessions_up"`
+	SessionsUp    uint64                 `json:"sessions_up"` // sessions brought up since start
 	Counters      StatsCounters          `json:"counters"`
 	Drops         map[string]uint64      `json:"drops"`
 	Control       dataplane.ControlStats `json:"control"`
@@ -292,14 +302,18 @@ func (r *Router) Stats() Stats {
 	st := r.cli.Status()
 	c := r.e.Totals()
 	up, down := r.e.Rates()
-	return Stats{Time: time.Now(), State: st.State.String(), SessionID: st.SessionID,
-		Local: addrString(st.LocalAddr), Peer: addrString(st.PeerAddr), MTU: st.MTU, UpSince: st.UpSince,
-		EchoRTTMs: float64(st.EchoRTT.Microseconds()) / 1000, LastError: st.LastError,
-		Reconnects: st.Counters.SessionsUp, Drops: c.DropMap(), Control: r.ctl.Stats(),
+	s := Stats{Time: time.Now(), State: st.State.String(), LastError: st.LastError,
+		SessionsUp: st.Counters.SessionsUp, Drops: c.DropMap(), Control: r.ctl.Stats(),
 		Counters: StatsCounters{RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
 			Exception: c.Exception, ICMPSent: c.ICMPSent, Clamped: c.Clamped, Redirected: c.Redirected,
 			Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls, Drops: c.TotalDrops()},
 		ShaperUpBps: up, ShaperDownBps: down}
+	if st.State == pppoe.StateUp {
+		s.SessionID, s.MTU, s.UpSince = st.SessionID, st.MTU, st.UpSince
+		s.Local, s.Peer = addrString(st.LocalAddr), addrString(st.PeerAddr)
+		s.EchoRTTMs = float64(st.EchoRTT.Microseconds()) / 1000
+	}
+	return s
 }
 
 // WriteStats replaces file with the router's figures as JSON (for a
