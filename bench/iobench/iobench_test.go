@@ -342,16 +342,23 @@ func TestLoadLoopback(t *testing.T) {
 	}
 }
 
+// memLine returns the generator's ports (ga, gb) wired to a forwarder's
+// LAN and WAN ports (lan, wan), all in memory.
+func memLine(workers int) (ga, lan, gb, wan *memport.Port) {
+	ga, lan = memport.New("gen-a", workers, 1024), memport.New("lan", workers, 1024)
+	gb, wan = memport.New("gen-b", workers, 1024), memport.New("wan", workers, 1024)
+	memport.Pair(ga, lan)
+	memport.Pair(gb, wan)
+	return ga, lan, gb, wan
+}
+
 // TestPipelineMemport is the integration test's logic without privileges:
 // the generator drives a real engine (PPPoE, NAT, shaper, 2 workers) over
 // in-memory ports, with B answering what it received.
 func TestPipelineMemport(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // ants starts its default pool at init
 	const workers = 2
-	ga, lan := memport.New("gen-a", workers, 1024), memport.New("lan", workers, 1024)
-	gb, wan := memport.New("gen-b", workers, 1024), memport.New("wan", workers, 1024)
-	memport.Pair(ga, lan)
-	memport.Pair(gb, wan)
+	ga, lan, gb, wan := memLine(workers)
 	flows := Flows(64, 8, 8)
 	sp, err := shaper.ParseSpec("bandwidth 10gbit")
 	if err != nil {
@@ -647,10 +654,7 @@ func BenchmarkGenerator(b *testing.B) {
 // CheckDownNull).
 func TestNullForwarderMemport(t *testing.T) {
 	const workers = 2
-	ga, lan := memport.New("gen-a", workers, 1024), memport.New("lan", workers, 1024)
-	gb, wan := memport.New("gen-b", workers, 1024), memport.New("wan", workers, 1024)
-	memport.Pair(ga, lan)
-	memport.Pair(gb, wan)
+	ga, lan, gb, wan := memLine(workers)
 	flows := Flows(64, 8, 8)
 	nf := StartNull(lan, wan, nil)
 	stopped := false
