@@ -8,11 +8,30 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/pin"
 	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/shaper"
 )
 
-func sleepIdle() { time.Sleep(50 * time.Microsecond) }
+// sleepIdle is a polling thread's idle sleep. The first IdleNapFor of
+// idleness sleep 50 µs at a time with nanosleep on the thread (time.Sleep
+// would round them up to a millisecond or more: a packet arriving at an
+// idle router would wait that long), then 1 ms at a time, so an idle
+// router does not wake 20000 times a second for long.
+func sleepIdle(idle int) {
+	if idle-idleSleepFrom < idleNaps {
+		pin.ThreadSleep(50 * time.Microsecond)
+		return
+	}
+	time.Sleep(time.Millisecond)
+}
+
+// Idle policy (Backoff): spin, then yield, then short naps, then 1 ms.
+const (
+	idleSleepFrom = 256
+	IdleNapFor    = 100 * time.Millisecond
+	idleNaps      = int(IdleNapFor / (50 * time.Microsecond))
+)
 
 // Frame.Aux bits used on inter-worker links.
 const (

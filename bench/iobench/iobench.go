@@ -83,6 +83,10 @@ type Options struct {
 	NoPin bool
 	// SkipKernel skips the kernel baseline.
 	SkipKernel bool
+	// Latency, when above 0, probes each side's one-way delay (A to B)
+	// with this many single frames, 2 ms apart, after its throughput
+	// measurement (Side.Latency).
+	Latency int
 	// Floor adds a third measurement to every round: the NullForwarder
 	// on the same backend, ports, pinning and frames (addressed so that
 	// they need no rewriting), pppfwd's I/O floor on this topology.
@@ -137,6 +141,8 @@ type Side struct {
 	// its capacity may be higher) or "forwarder" (it lost more).
 	Rate  float64 `json:"rate_per_direction"`
 	Bound string  `json:"bound"`
+	// Latency is the idle-line delay probe (Options.Latency).
+	Latency *Latency `json:"latency,omitempty"`
 	// AtMaxLoad is the full-load run when a rate search followed it and
 	// the searched rate delivered more.
 	AtMaxLoad *Side `json:"at_max_load,omitempty"`

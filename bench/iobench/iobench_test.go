@@ -711,3 +711,33 @@ func TestNullForwarderMemport(t *testing.T) {
 		t.Errorf("threads moved %d frames with %d refused, want %d and 0", moved-moved0, nf.Drops(), 2*n)
 	}
 }
+
+// TestProbeLatency: single frames through the null forwarder over memory
+// ports all arrive, with a positive delay; frames to nowhere are counted
+// lost.
+func TestProbeLatency(t *testing.T) {
+	ga, lan, gb, wan := memLine(1)
+	nf := StartNull(lan, wan, nil)
+	defer nf.Stop()
+	flows := Flows(8, 0, 0)
+	up := make([][]byte, len(flows))
+	for i, f := range flows {
+		var err error
+		if up[i], err = Uplink(f, i, 64, pipeline.ACMAC); err != nil {
+			t.Fatal(err)
+		}
+	}
+	match := FastMatch(pipeline.ACMAC[:], hdr.EtherTypeIPv4, len(flows))
+	l, err := ProbeLatency(ga, gb, up, match, 20, time.Millisecond, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Probes != 20 || l.Lost != 0 || l.P50Us <= 0 || l.P99Us < l.P50Us || l.MaxUs < l.P99Us {
+		t.Fatalf("latency %+v", l)
+	}
+	// A matcher that never matches: every probe is lost.
+	l, err = ProbeLatency(ga, gb, up[:1], func([]byte) int { return Other }, 2, 0, -1)
+	if err != nil || l.Lost != 2 || l.P50Us != 0 {
+		t.Fatalf("unmatched probes: %+v, %v", l, err)
+	}
+}

@@ -330,9 +330,14 @@ func Run(o Options) (*Result, error) {
 		return &s, nil
 	}
 	measure := func(up, down [][]byte, hook func(bool)) (*Side, error) {
-		return measureSide(o, func(rate float64, window time.Duration) (*Side, error) {
+		s, err := measureSide(o, func(rate float64, window time.Duration) (*Side, error) {
 			return trial(up, down, rate, window)
 		}, hook)
+		if err == nil && o.Latency > 0 {
+			s.Latency, err = ProbeLatency(topo.A, topo.B, up, FastMatch(pipeline.ACMAC[:], etherTypeOf(down), len(flows)),
+				o.Latency, 2*time.Millisecond, genCPU)
+		}
+		return s, err
 	}
 	nohook := func(bool) {}
 

@@ -31,6 +31,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
 	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
+	latency := fs.Int("latency", 0, "probe each side's one-way delay with this many single frames on the idle line (0: no probe)")
 	floor := fs.Bool("floor", false, "also measure a null forwarder (same backend, ports and threads; frames moved unchanged): the I/O floor")
 	rounds := fs.Int("rounds", 2, "alternate the kernel, pppfwd (and floor) measurements this many times; the best of each is reported")
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
@@ -45,7 +46,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
-		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Search: *search, LossTolerance: *lossTol, Rounds: *rounds}
+		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Latency: *latency, Search: *search, LossTolerance: *lossTol, Rounds: *rounds}
 	var err error
 	if o.AFPacketTx, err = afpacket.ParseTxMode(*afpTx); err != nil {
 		fmt.Fprintf(stderr, "pppfwd: --afpacket-tx: %v\n", err)
@@ -82,6 +83,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	printSide := func(name string, s *iobench.Side) {
 		fmt.Fprintf(tw, "%s pps\t%.0f (up %.0f, down %.0f; offered %.0f; loss %.2f%%; %s-bound; fwd CPU busy %.0f%%, %.0f ns/pkt)\n",
 			name, s.PPS, s.UpPPS, s.DownPPS, s.OfferedPPS, 100*s.Loss, s.Bound, 100*s.FwdCPUBusy, s.FwdCPUNsPerPkt)
+		if l := s.Latency; l != nil {
+			fmt.Fprintf(tw, "%s latency\tp50 %.0f us, p99 %.0f us, max %.0f us (%d probes, %d lost)\n", name, l.P50Us, l.P99Us, l.MaxUs, l.Probes, l.Lost)
+		}
 		if m := s.AtMaxLoad; m != nil {
 			fmt.Fprintf(tw, "%s at full load\t%.0f (offered %.0f; loss %.2f%%)\n", name, m.PPS, m.OfferedPPS, 100*m.Loss)
 		}

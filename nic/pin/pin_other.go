@@ -21,3 +21,6 @@ func Allowed() []int { return nil }
 
 // ThreadCPUTime is not supported on this GOOS.
 func ThreadCPUTime() (time.Duration, error) { return 0, errOS }
+
+// ThreadSleep sleeps with the Go runtime's timer on this GOOS.
+func ThreadSleep(d time.Duration) { time.Sleep(d) }
