@@ -409,7 +409,7 @@ func publishDue(iter uint, idle int) bool { return idle == 1 || idle >= 64 || it
 
 // Backoff is a polling thread's idle policy: called with the number of
 // empty polls so far, it spins for 64 of them, then yields the processor
-// up to 256, then naps 50 µs each time for IdleNapFor, then sleeps 1 ms
+// up to 256, then naps IdleNap each time for IdleNapFor, then sleeps 1 ms
 // each time, and returns idle+1. Worker
 // threads and the steering thread use it; so do the benchmarks' own
 // polling loops, to idle the same way.
