@@ -296,10 +296,7 @@ func TestFastMatch(t *testing.T) {
 func TestLoadLoopback(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // ants starts its default pool at init
 	flows := Flows(5, 0, 0)
-	up := make([][]byte, len(flows))
-	for i, f := range flows {
-		up[i], _ = Uplink(f, i, 64, testMAC)
-	}
+	up := mustUplinks(t, flows, testMAC, fixedSize(64))
 	a, b := memport.New("a", 1, 256), memport.New("b", 1, 256)
 	memport.Pair(a, b)
 	var firstErr error
@@ -386,13 +383,7 @@ func TestPipelineMemport(t *testing.T) {
 // and no drop in the engine.
 func checkPipeline(t *testing.T, fw *Forwarder, a, b nic.Port, flows []Flow) {
 	t.Helper()
-	up := make([][]byte, len(flows))
-	for i, f := range flows {
-		var err error
-		if up[i], err = Uplink(f, i, 64+(i*97)%1400, pipeline.RouterMAC); err != nil {
-			t.Fatal(err)
-		}
-	}
+	up := mustUplinks(t, flows, pipeline.RouterMAC, mixedSize)
 	down, err := Prime(a, b, up, flows, CheckUpPPPoE(flows), CheckDown(flows), 5*time.Second, 0)
 	if err != nil {
 		t.Fatalf("priming: %v (engine drops %v)", err, fw.Engine.Totals().DropMap())
@@ -419,6 +410,19 @@ func checkPipeline(t *testing.T, fw *Forwarder, a, b nic.Port, flows []Flow) {
 		t.Errorf("%d frames went to the control path", n)
 	}
 }
+
+// mustUplinks is uplinks for tests.
+func mustUplinks(t testing.TB, flows []Flow, dst [6]byte, size func(int) int) [][]byte {
+	t.Helper()
+	up, err := uplinks(flows, dst, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up
+}
+
+// mixedSize spreads frame sizes over 64..1463 bytes.
+func mixedSize(i int) int { return 64 + (i*97)%1400 }
 
 // loadAll sends n frames each way at a moderate rate and requires every
 // one at the far end, intact (upCheck, downCheck), logging ports' stats on
@@ -565,10 +569,7 @@ func (p *lossyPort) Send(q int, frames []*nic.Frame) (int, error) {
 // frame fails it) and resends lost frames with them.
 func TestPrimeRetries(t *testing.T) {
 	flows := Flows(200, 0, 0)
-	up := make([][]byte, len(flows))
-	for i, f := range flows {
-		up[i], _ = Uplink(f, i, 64, testMAC)
-	}
+	up := mustUplinks(t, flows, testMAC, fixedSize(64))
 	// A loopback "forwarder": B receives A's frame unchanged, so the
 	// uplink check only looks at the flow index.
 	anyUp := func(int, Packet) error { return nil }
@@ -596,10 +597,7 @@ func TestPrimeRetries(t *testing.T) {
 // every queue polled and classified) allocates nothing.
 func TestGeneratorAllocs(t *testing.T) {
 	flows := Flows(100, 0, 0)
-	up := make([][]byte, len(flows))
-	for i, f := range flows {
-		up[i], _ = Uplink(f, i, 64, testMAC)
-	}
+	up := mustUplinks(t, flows, testMAC, fixedSize(64))
 	a, b := memport.New("a", 1, 1024), memport.New("b", 1, 1024)
 	memport.Pair(a, b)
 	ta, _ := newTxSide(a, up, 32)
@@ -625,10 +623,7 @@ func TestGeneratorAllocs(t *testing.T) {
 // plus receive and classification) over in-memory ports.
 func BenchmarkGenerator(b *testing.B) {
 	flows := Flows(256, 0, 0)
-	up := make([][]byte, len(flows))
-	for i, f := range flows {
-		up[i], _ = Uplink(f, i, 64, testMAC)
-	}
+	up := mustUplinks(b, flows, testMAC, fixedSize(64))
 	pa, pb := memport.New("a", 1, 1024), memport.New("b", 1, 1024)
 	memport.Pair(pa, pb)
 	tx, _ := newTxSide(pa, up, 64)
@@ -666,13 +661,7 @@ func TestNullForwarderMemport(t *testing.T) {
 	if got := len(nf.Workers()); got != workers {
 		t.Fatalf("%d threads, want %d", got, workers)
 	}
-	up := make([][]byte, len(flows))
-	for i, f := range flows {
-		var err error
-		if up[i], err = Uplink(f, i, 64+(i*97)%1400, pipeline.ACMAC); err != nil {
-			t.Fatal(err)
-		}
-	}
+	up := mustUplinks(t, flows, pipeline.ACMAC, mixedSize)
 	// The null checks tell an unchanged frame from a forwarded one.
 	if p, err := Parse(up[0]); err != nil || CheckUpPPPoE(flows)(0, p) == nil || CheckUpNull(flows)(0, p) != nil {
 		t.Fatalf("uplink frame 0 (parse error %v): the PPPoE check must refuse it, the null check take it", err)
@@ -720,13 +709,7 @@ func TestProbeLatency(t *testing.T) {
 	nf := StartNull(lan, wan, nil)
 	defer nf.Stop()
 	flows := Flows(8, 0, 0)
-	up := make([][]byte, len(flows))
-	for i, f := range flows {
-		var err error
-		if up[i], err = Uplink(f, i, 64, pipeline.ACMAC); err != nil {
-			t.Fatal(err)
-		}
-	}
+	up := mustUplinks(t, flows, pipeline.ACMAC, fixedSize(64))
 	match := FastMatch(pipeline.ACMAC[:], hdr.EtherTypeIPv4, len(flows))
 	l, err := ProbeLatency(ga, gb, up, match, 20, time.Millisecond, -1)
 	if err != nil {

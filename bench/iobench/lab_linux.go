@@ -234,18 +234,6 @@ func cpuStat(cpus []int) (busy, total uint64) {
 	return busy, total
 }
 
-func uplinks(flows []Flow, size int, dst [6]byte) ([][]byte, error) {
-	out := make([][]byte, len(flows))
-	for i, f := range flows {
-		b, err := Uplink(f, i, size, dst)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = b
-	}
-	return out, nil
-}
-
 // Run builds the topology, measures the kernel baseline and pppfwd, and
 // removes everything again.
 func Run(o Options) (*Result, error) {
@@ -348,7 +336,7 @@ func Run(o Options) (*Result, error) {
 		}
 	}
 	kernelRound := func() (*Side, error) {
-		up, err := uplinks(flows, o.Size, topo.RAMAC)
+		up, err := uplinks(flows, topo.RAMAC, fixedSize(o.Size))
 		if err != nil {
 			return nil, err
 		}
@@ -383,7 +371,7 @@ func Run(o Options) (*Result, error) {
 				fw.Stop()
 			}
 		}()
-		up, err := uplinks(flows, o.Size, pipeline.RouterMAC)
+		up, err := uplinks(flows, pipeline.RouterMAC, fixedSize(o.Size))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -456,7 +444,7 @@ func Run(o Options) (*Result, error) {
 			return nil, nil, err
 		}
 		defer nf.Stop()
-		up, err := uplinks(flows, o.Size, pipeline.ACMAC)
+		up, err := uplinks(flows, pipeline.ACMAC, fixedSize(o.Size))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -113,6 +113,23 @@ func Uplink(f Flow, idx, frameLen int, dstMAC [6]byte) ([]byte, error) {
 	return b, nil
 }
 
+// uplinks builds every flow's uplink frame (Uplink), frame i of size(i)
+// bytes, addressed to dst.
+func uplinks(flows []Flow, dst [6]byte, size func(i int) int) ([][]byte, error) {
+	out := make([][]byte, len(flows))
+	for i, f := range flows {
+		b, err := Uplink(f, i, size(i), dst)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// fixedSize is the size function of frames all n bytes long.
+func fixedSize(n int) func(int) int { return func(int) int { return n } }
+
 // setL4Checksum computes the transport checksum of a complete IPv4 packet
 // (no options).
 func setL4Checksum(ip hdr.IPv4) {
