@@ -11,13 +11,7 @@ import (
 // control plane lags are dropped and counted; session data keeps flowing.
 func TestControlBacklogDoesNotStallData(t *testing.T) {
 	r := newRig(t, 1, nil)
-	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 5000, dport: 53, proto: layers.IPProtocolUDP, payload: 20}))
-	r.step()
-	out := r.drainWAN()
-	if len(out) != 1 {
-		t.Fatalf("no uplink frame")
-	}
-	ext := be16(pppoePayload(t, out[0])[20:])
+	ext := r.outbound(t, pkt{src: hostIP, dst: remoteIP, sport: 5000, dport: 53, proto: layers.IPProtocolUDP, payload: 20})
 	lldp := make([]byte, 60)
 	copy(lldp, []byte{0x01, 0x80, 0xc2, 0, 0, 0x0e})
 	lldp[12], lldp[13] = 0x88, 0xcc

@@ -85,6 +85,19 @@ func newRig(t testing.TB, workers int, mod func(*Config)) *rig {
 // steered by worker 0 is also processed by its owner.
 func (r *rig) step() { r.e.Poll(); r.e.Poll() }
 
+// outbound sends p from the LAN, requires it as the one frame on the WAN
+// and returns its external source port (the NAT mapping it made).
+func (r *rig) outbound(t *testing.T, p pkt) uint16 {
+	t.Helper()
+	r.lan.Inject(0, lanFrame(t, p))
+	r.step()
+	out := r.drainWAN()
+	if len(out) != 1 {
+		t.Fatalf("%d uplink frames, want 1; drops %v", len(out), r.e.Totals().DropMap())
+	}
+	return be16(pppoePayload(t, out[0])[20:])
+}
+
 func (r *rig) drainWAN() [][]byte {
 	var out [][]byte
 	for q := 0; q < r.wan.Queues(); q++ {

@@ -76,17 +76,28 @@ func TestSTUNClassificationPipeline(t *testing.T) {
 	}
 }
 
+// The LAN server of forwardRig's port forward.
+var (
+	server    = ip4(192, 168, 1, 100)
+	serverMAC = [6]byte{2, 0, 0, 0, 0, 0x64}
+)
+
+// forwardRig is a two-worker rig with TCP port 443 forwarded to the LAN
+// server's port 8443, the server's MAC known.
+func forwardRig(t *testing.T) *rig {
+	r := newRig(t, 2, func(cfg *Config) {
+		cfg.NAT.Forwards = []nat.Forward{{Proto: hdr.ProtoTCP, ExtPort: 443, LANAddr: server, LANPort: 8443}}
+	})
+	r.e.SetNeighbor(server, serverMAC)
+	return r
+}
+
 // TestPortForwardPipeline: a TCP forward reaches its LAN server whatever
 // worker steering picks, the server's replies leave with the forwarded
 // port, and a LAN host reaches the forward through the public address
 // (NAT reflection).
 func TestPortForwardPipeline(t *testing.T) {
-	server := ip4(192, 168, 1, 100)
-	serverMAC := [6]byte{2, 0, 0, 0, 0, 0x64}
-	r := newRig(t, 2, func(cfg *Config) {
-		cfg.NAT.Forwards = []nat.Forward{{Proto: hdr.ProtoTCP, ExtPort: 443, LANAddr: server, LANPort: 8443}}
-	})
-	r.e.SetNeighbor(server, serverMAC)
+	r := forwardRig(t)
 	r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 50000, dport: 443, proto: layers.IPProtocolTCP, syn: true}))
 	r.step()
 	in := r.drainLAN()
@@ -134,12 +145,7 @@ func TestPortForwardPipeline(t *testing.T) {
 // on the forward's worker j but its LAN endpoint is owned by worker k:
 // j -> k (endpoint owner, SNAT) -> j (forward owner, DNAT). Both hand-overs must happen.
 func TestHairpinTwoHandovers(t *testing.T) {
-	server := ip4(192, 168, 1, 100)
-	serverMAC := [6]byte{2, 0, 0, 0, 0, 0x64}
-	r := newRig(t, 2, func(cfg *Config) {
-		cfg.NAT.Forwards = []nat.Forward{{Proto: hdr.ProtoTCP, ExtPort: 443, LANAddr: server, LANPort: 8443}}
-	})
-	r.e.SetNeighbor(server, serverMAC)
+	r := forwardRig(t)
 	fw := int(r.e.Owner()[443])
 	var sport uint16
 	for p := uint16(41000); ; p++ {

@@ -10,13 +10,7 @@ import (
 // (2*Batch), the control link still holds whole batches and steering runs.
 func TestSmallRingSteersWAN(t *testing.T) {
 	r := newRig(t, 1, func(c *Config) { c.Batch, c.RingSize = 64, 128 })
-	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 5000, dport: 53, proto: layers.IPProtocolUDP, payload: 20}))
-	r.step()
-	out := r.drainWAN()
-	if len(out) != 1 {
-		t.Fatalf("no uplink frame")
-	}
-	ext := be16(pppoePayload(t, out[0])[20:])
+	ext := r.outbound(t, pkt{src: hostIP, dst: remoteIP, sport: 5000, dport: 53, proto: layers.IPProtocolUDP, payload: 20})
 	r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: ext, proto: layers.IPProtocolUDP, payload: 40}))
 	for i := 0; i < 4; i++ {
 		r.step()

@@ -114,13 +114,7 @@ func TestFragNeededAndMSSClamp(t *testing.T) {
 
 func TestInboundSYNACKClamped(t *testing.T) {
 	r := newRig(t, 1, nil)
-	r.lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: remoteIP, sport: 4001, dport: 80, proto: layers.IPProtocolTCP, syn: true}))
-	r.step()
-	out := r.drainWAN()
-	if len(out) != 1 {
-		t.Fatal("no SYN out")
-	}
-	ext := be16(pppoePayload(t, out[0])[20:])
+	ext := r.outbound(t, pkt{src: hostIP, dst: remoteIP, sport: 4001, dport: 80, proto: layers.IPProtocolTCP, syn: true})
 	// SYN-ACK with MSS 1460 from the server.
 	l := pkt{src: remoteIP, dst: pubIP, sport: 80, dport: ext, proto: layers.IPProtocolTCP, syn: true, mss: 1460}
 	r.wan.Inject(0, wanFrame(t, l))
