@@ -56,6 +56,10 @@ func NewFrames(n int) []*Frame {
 // the frame is reset, pushed, pulled or handed to another owner.
 func (f *Frame) Data() []byte { return f.Buf[f.Off : f.Off+f.Len] }
 
+// InBounds reports whether Off and Len describe bytes inside Buf (a
+// backend checks a frame handed to Send before it reads it).
+func (f *Frame) InBounds() bool { return f.Off >= 0 && f.Len >= 0 && f.Off+f.Len <= len(f.Buf) }
+
 // Reset empties the frame and restores the default headroom.
 func (f *Frame) Reset() { f.Off, f.Len, f.Aux = Headroom, 0, 0 }
 

@@ -454,7 +454,7 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 			break
 		}
 		accepted++
-		if f.Len > frameSize-txDataOff || f.Len <= 0 || f.Off < 0 || f.Off+f.Len > len(f.Buf) {
+		if f.Len > frameSize-txDataOff || f.Len == 0 || !f.InBounds() {
 			over++
 			continue
 		}
@@ -470,18 +470,9 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 			q.txHead = 0
 		}
 	}
-	if queued > 0 {
-		q.txPackets.Add(uint64(queued))
-		q.txBytes.Add(bytes)
-	}
-	if over != 0 {
-		q.txOversize.Add(over)
-	}
+	q.tally(len(frames), accepted, bytes, over, 0)
 	if wrong != 0 {
 		q.txWrong.Add(wrong)
-	}
-	if refused := len(frames) - accepted; refused > 0 {
-		q.txFull.Add(uint64(refused))
 	}
 	if queued > 0 || accepted < len(frames) {
 		if err := q.kick(); err != nil {
@@ -489,6 +480,25 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 		}
 	}
 	return accepted, nil
+}
+
+// tally counts one Send: of offered frames, accepted were taken (sent,
+// bytes in all, or dropped as oversize or by the device path) and the
+// rest refused.
+func (q *queue) tally(offered, accepted int, bytes, over, devDrops uint64) {
+	if sent := uint64(accepted) - over - devDrops; sent > 0 {
+		q.txPackets.Add(sent)
+		q.txBytes.Add(bytes)
+	}
+	if over != 0 {
+		q.txOversize.Add(over)
+	}
+	if devDrops != 0 {
+		q.txDevDrops.Add(devDrops)
+	}
+	if refused := offered - accepted; refused > 0 {
+		q.txFull.Add(uint64(refused))
+	}
 }
 
 // sendCopy sends frames with sendmmsg, mmsgBatch at a time; the kernel
@@ -504,23 +514,11 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 func (q *queue) sendCopy(frames []*nic.Frame) (int, error) {
 	var bytes, over, devDrops uint64
 	accepted := 0
-	defer func() {
-		q.txPackets.Add(uint64(accepted) - over - devDrops)
-		q.txBytes.Add(bytes)
-		if over != 0 {
-			q.txOversize.Add(over)
-		}
-		if devDrops != 0 {
-			q.txDevDrops.Add(devDrops)
-		}
-		if refused := len(frames) - accepted; refused > 0 {
-			q.txFull.Add(uint64(refused))
-		}
-	}()
+	defer func() { q.tally(len(frames), accepted, bytes, over, devDrops) }()
 	for accepted < len(frames) {
 		n := 0
 		for _, f := range frames[accepted:min(len(frames), accepted+mmsgBatch)] {
-			if f.Len <= 0 || f.Off < 0 || f.Off+f.Len > len(f.Buf) {
+			if f.Len == 0 || !f.InBounds() {
 				break
 			}
 			q.iov[n].Base = &f.Buf[f.Off]

@@ -198,7 +198,7 @@ func (x *xsk) send(frames []*nic.Frame) int {
 	var bytes uint64
 	for i := 0; i < n; i++ {
 		f := frames[i]
-		if f.Len <= 0 || uint64(f.Len) > x.frameSize || f.Off < 0 || f.Off+f.Len > len(f.Buf) {
+		if f.Len == 0 || uint64(f.Len) > x.frameSize || !f.InBounds() {
 			x.st.drops[DropTxBadFrame].Add(1)
 			continue
 		}

@@ -205,7 +205,7 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 	n := 0
 	var bytes, sent, errs uint64
 	for _, f := range frames {
-		if f.Off < 0 || f.Len < 0 || f.Off+f.Len > len(f.Buf) {
+		if !f.InBounds() {
 			errs++
 			n++
 			continue
