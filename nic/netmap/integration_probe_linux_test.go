@@ -28,6 +28,42 @@ func need(t *testing.T) *nettest.Lab {
 	return nettest.NewLab(t)
 }
 
+// vethNS makes namespace name holding veth pairs with queues queues each
+// (pairs[i][0] -- pairs[i][1]).
+func vethNS(t *testing.T, lab *nettest.Lab, name string, queues int, pairs ...[2]string) *nettest.NS {
+	t.Helper()
+	ns, err := lab.NewNS(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pairs {
+		if err := lab.Veth(p[0], ns, p[1], ns, queues); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns
+}
+
+// openIn opens netmap ports by name inside ns (netmap.Open, default
+// config); the test's cleanup closes them, last opened first.
+func openIn(t *testing.T, ns *nettest.NS, names ...string) []*netmap.Port {
+	t.Helper()
+	ps := make([]*netmap.Port, len(names))
+	err := ns.Do(func() (err error) {
+		for i, n := range names {
+			if ps[i], err = netmap.Open(n, netmap.Config{}); err != nil {
+				return err
+			}
+			t.Cleanup(func() { ps[i].Close() })
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
 func frame(seq, n int) []byte {
 	p := make([]byte, n)
 	copy(p, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x88, 0xb5})
@@ -65,26 +101,9 @@ func recvAll(t *testing.T, p *netmap.Port, in []*nic.Frame, fn func([]byte)) int
 }
 
 func TestIntegrationNetmapMultiQueue(t *testing.T) {
-	lab := need(t)
-	ns, err := lab.NewNS("mq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth("mqa", ns, "mqb", ns, 2); err != nil {
-		t.Fatal(err)
-	}
-	var a, b *netmap.Port
-	if err := ns.Do(func() (err error) {
-		if a, err = netmap.Open("mqa", netmap.Config{}); err != nil {
-			return err
-		}
-		b, err = netmap.Open("mqb", netmap.Config{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	defer b.Close()
+	ns := vethNS(t, need(t), "mq", 2, [2]string{"mqa", "mqb"})
+	ps := openIn(t, ns, "mqa", "mqb")
+	a, b := ps[0], ps[1]
 	t.Logf("queues a=%d b=%d memid %d %d", a.Queues(), b.Queues(), a.MemID(0), b.MemID(0))
 	if a.Queues() != 2 || b.Queues() != 2 {
 		t.Fatalf("queues %d %d, want 2", a.Queues(), b.Queues())
@@ -157,33 +176,17 @@ func arpReq(src net.HardwareAddr, sip, tip netip.Addr) []byte {
 // transmissions on a netmap-mode interface go to the host RX ring). Then the
 // reply is forwarded host RX -> NIC TX and must appear on the peer.
 func TestIntegrationNetmapHostRings(t *testing.T) {
-	lab := need(t)
-	ns, err := lab.NewNS("hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth("hra", ns, "hrb", ns, 1); err != nil {
-		t.Fatal(err)
-	}
+	ns := vethNS(t, need(t), "hr", 1, [2]string{"hra", "hrb"})
 	if err := ns.AddAddr("hrb", netip.MustParsePrefix("10.99.0.1/24")); err != nil {
 		t.Fatal(err)
 	}
 	_ = ns.Sysctl("net.ipv6.conf.all.disable_ipv6", "1")
-	var a, b, host *netmap.Port
-	if err := ns.Do(func() (err error) {
-		if a, err = netmap.Open("hra", netmap.Config{}); err != nil {
-			return err
-		}
-		if b, err = netmap.Open("hrb", netmap.Config{}); err != nil {
-			return err
-		}
-		host, err = netmap.OpenHost("hrb")
-		return err
-	}); err != nil {
+	ps := openIn(t, ns, "hra", "hrb")
+	a, b := ps[0], ps[1]
+	var host *netmap.Port
+	if err := ns.Do(func() (err error) { host, err = netmap.OpenHost("hrb"); return err }); err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
-	defer b.Close()
 	defer host.Close()
 	t.Logf("memid a=%d b=%d host=%d", a.MemID(0), b.MemID(0), host.MemID(0))
 	me := net.HardwareAddr{0x02, 0, 0, 0, 0, 0x42}
@@ -241,31 +244,8 @@ func TestIntegrationNetmapHostRings(t *testing.T) {
 
 // Zero-copy forwarding across two veth pairs: p1a -> p1b =Forward=> p2a -> p2b.
 func TestIntegrationNetmapForwardZeroCopy(t *testing.T) {
-	lab := need(t)
-	ns, err := lab.NewNS("zc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth("z1a", ns, "z1b", ns, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth("z2a", ns, "z2b", ns, 1); err != nil {
-		t.Fatal(err)
-	}
-	var p [4]*netmap.Port
-	if err := ns.Do(func() (err error) {
-		for i, n := range []string{"z1a", "z1b", "z2a", "z2b"} {
-			if p[i], err = netmap.Open(n, netmap.Config{}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range p {
-		defer x.Close()
-	}
+	ns := vethNS(t, need(t), "zc", 1, [2]string{"z1a", "z1b"}, [2]string{"z2a", "z2b"})
+	p := openIn(t, ns, "z1a", "z1b", "z2a", "z2b")
 	t.Logf("memids %d %d %d %d", p[0].MemID(0), p[1].MemID(0), p[2].MemID(0), p[3].MemID(0))
 	const count = 3000
 	out, in := nic.NewFrames(32), nic.NewFrames(64)
@@ -316,26 +296,9 @@ func TestIntegrationNetmapForwardZeroCopy(t *testing.T) {
 
 // Back-pressure: fill the TX ring with nobody draining the peer.
 func TestIntegrationNetmapBackPressure(t *testing.T) {
-	lab := need(t)
-	ns, err := lab.NewNS("bp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth("bpa", ns, "bpb", ns, 1); err != nil {
-		t.Fatal(err)
-	}
-	var a, b *netmap.Port
-	if err := ns.Do(func() (err error) {
-		if a, err = netmap.Open("bpa", netmap.Config{}); err != nil {
-			return err
-		}
-		b, err = netmap.Open("bpb", netmap.Config{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	defer b.Close()
+	ns := vethNS(t, need(t), "bp", 1, [2]string{"bpa", "bpb"})
+	ps := openIn(t, ns, "bpa", "bpb")
+	a, b := ps[0], ps[1]
 	out, in := nic.NewFrames(256), nic.NewFrames(256)
 	total, short := 0, 0
 	for i := 0; i < 100; i++ {
@@ -371,14 +334,7 @@ func TestIntegrationNetmapBackPressure(t *testing.T) {
 }
 
 func TestIntegrationNetmapReopenExclusive(t *testing.T) {
-	lab := need(t)
-	ns, err := lab.NewNS("ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth("roa", ns, "rob", ns, 1); err != nil {
-		t.Fatal(err)
-	}
+	ns := vethNS(t, need(t), "ro", 1, [2]string{"roa", "rob"})
 	if err := ns.Do(func() error {
 		for i := 0; i < 20; i++ {
 			a, err := netmap.Open("roa", netmap.Config{})

@@ -14,34 +14,9 @@ import (
 // VALE ports (separate allocators): switch traffic, and Forward copy path
 // between regions into a veth.
 func TestIntegrationNetmapValeAndCopyForward(t *testing.T) {
-	lab := need(t)
-	ns, err := lab.NewNS("va")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth("vea", ns, "veb", ns, 1); err != nil {
-		t.Fatal(err)
-	}
-	var v1, v2, a, b *netmap.Port
-	if err := ns.Do(func() (err error) {
-		if v1, err = netmap.Open("vale0:p1", netmap.Config{}); err != nil {
-			return err
-		}
-		if v2, err = netmap.Open("netmap:vale0:p2", netmap.Config{}); err != nil {
-			return err
-		}
-		if a, err = netmap.Open("vea", netmap.Config{}); err != nil {
-			return err
-		}
-		b, err = netmap.Open("veb", netmap.Config{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer v1.Close()
-	defer v2.Close()
-	defer a.Close()
-	defer b.Close()
+	ns := vethNS(t, need(t), "va", 1, [2]string{"vea", "veb"})
+	ps := openIn(t, ns, "vale0:p1", "netmap:vale0:p2", "vea", "veb")
+	v1, v2, a, b := ps[0], ps[1], ps[2], ps[3]
 	t.Logf("memids v1=%d v2=%d a=%d b=%d queues v1=%d", v1.MemID(0), v2.MemID(0), a.MemID(0), b.MemID(0), v1.Queues())
 	const count = 500
 	out, in := nic.NewFrames(16), nic.NewFrames(64)
@@ -87,26 +62,9 @@ func TestIntegrationNetmapValeAndCopyForward(t *testing.T) {
 
 // Wait blocks on an idle ring and wakes when a frame arrives.
 func TestIntegrationNetmapWait(t *testing.T) {
-	lab := need(t)
-	ns, err := lab.NewNS("wt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth("wta", ns, "wtb", ns, 1); err != nil {
-		t.Fatal(err)
-	}
-	var a, b *netmap.Port
-	if err := ns.Do(func() (err error) {
-		if a, err = netmap.Open("wta", netmap.Config{}); err != nil {
-			return err
-		}
-		b, err = netmap.Open("wtb", netmap.Config{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	defer b.Close()
+	ns := vethNS(t, need(t), "wt", 1, [2]string{"wta", "wtb"})
+	ps := openIn(t, ns, "wta", "wtb")
+	a, b := ps[0], ps[1]
 	t0 := time.Now()
 	if err := b.Wait(0, 200*time.Millisecond); err != nil {
 		t.Fatal(err)
