@@ -22,13 +22,14 @@ const (
 	DropBadPPPoE                   // malformed PPPoE/PPP header
 	DropWrongSession               // other session id or AC MAC
 	DropNotForUs                   // WAN IPv4 not addressed to the session address
-	DropUnsupported                // protocol the fast path does not forward (IPv6, VLAN on LAN)
+	DropUnsupported                // protocol the fast path does not forward (IPv6 without a LAN prefix, VLAN on LAN)
 	DropShaper                     // dropped by FQ-CoDel (limits / CoDel)
 	DropTxFull                     // TX ring full
 	DropRingFull                   // inter-core ring full
 	DropException                  // exception path queue full
 	DropNoBuffer                   // frame pool empty when a frame had to be made (fragmenting)
 	DropHeadroom                   // not enough headroom to encapsulate
+	DropBadIPv6                    // IPv6 version or payload length wrong
 	numReasons
 )
 
@@ -37,7 +38,7 @@ var reasonNames = [numReasons]string{
 	"fragment", "martian", "ttl_exceeded", "no_session", "too_big", "nat",
 	"nat_reject", "bad_pppoe", "wrong_session", "not_for_us",
 	"unsupported", "shaper", "tx_full", "ring_full", "exception_full",
-	"no_buffer", "headroom",
+	"no_buffer", "headroom", "bad_ipv6",
 }
 
 // String returns the reason's stable name (used in JSON).
@@ -61,20 +62,21 @@ func Reasons() []Reason {
 // fields and publishes them every 64th loop iteration and when it goes
 // idle (publishDue); other goroutines read only the published copy.
 type Counters struct {
-	RxLAN, RxWAN    uint64 // frames taken from the LAN port / from steering
-	TxLAN, TxWAN    uint64 // frames handed to the LAN / WAN port
-	Exception       uint64 // frames sent to the exception (control/host) path
-	ICMPSent        uint64 // ICMP errors generated
-	ICMPRateLimited uint64 // ICMP errors suppressed by the rate limit
-	Clamped         uint64 // TCP SYNs whose MSS was clamped
-	Redirected      uint64 // frames handed to another worker
-	Unresolved      uint64 // LAN next hop unknown: held by the control plane while ARP resolves it
-	Fragments       uint64 // IPv4 fragments made for the PPPoE MTU (DF clear)
-	NoBufferPolls   uint64 // receives skipped for want of a free frame (the frames wait in the port)
-	Drops           [numReasons]uint64
-	CPUNanos        uint64 // thread CPU time since start (if measured)
-	SteerPackets    uint64 // frames classified by steering on this thread
-	SteerNanos      uint64 // time spent steering on this thread
+	RxLAN, RxWAN     uint64 // frames taken from the LAN port / from steering
+	TxLAN, TxWAN     uint64 // frames handed to the LAN / WAN port
+	Exception        uint64 // frames sent to the exception (control/host) path
+	ICMPSent         uint64 // ICMP errors generated
+	ICMPRateLimited  uint64 // ICMP errors suppressed by the rate limit
+	Clamped          uint64 // TCP SYNs whose MSS was clamped
+	Redirected       uint64 // frames handed to another worker
+	Unresolved       uint64 // LAN next hop unknown: held by the control plane while ARP resolves it
+	Fragments        uint64 // IPv4 fragments made for the PPPoE MTU (DF clear)
+	NoBufferPolls    uint64 // receives skipped for want of a free frame (the frames wait in the port)
+	IPv6Up, IPv6Down uint64 // IPv6 packets forwarded to the session / to the LAN (routed, no NAT)
+	Drops            [numReasons]uint64
+	CPUNanos         uint64 // thread CPU time since start (if measured)
+	SteerPackets     uint64 // frames classified by steering on this thread
+	SteerNanos       uint64 // time spent steering on this thread
 }
 
 // counterCell is where an owner publishes its Counters for readers.
@@ -83,7 +85,7 @@ type counterCell struct {
 	cpu atomic.Uint64
 }
 
-const countersWords = 14 + int(numReasons)
+const countersWords = 16 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
@@ -91,7 +93,8 @@ func (c *Counters) words() [countersWords]uint64 {
 	w[4], w[5], w[6], w[7] = c.Exception, c.ICMPSent, c.ICMPRateLimited, c.Clamped
 	w[8], w[9], w[10] = c.Redirected, c.SteerPackets, c.SteerNanos
 	w[11], w[12], w[13] = c.Unresolved, c.Fragments, c.NoBufferPolls
-	copy(w[14:], c.Drops[:])
+	w[14], w[15] = c.IPv6Up, c.IPv6Down
+	copy(w[16:], c.Drops[:])
 	return w
 }
 
@@ -115,7 +118,8 @@ func (p *counterCell) load() Counters {
 	s.Exception, s.ICMPSent, s.ICMPRateLimited, s.Clamped = w[4], w[5], w[6], w[7]
 	s.Redirected, s.SteerPackets, s.SteerNanos = w[8], w[9], w[10]
 	s.Unresolved, s.Fragments, s.NoBufferPolls = w[11], w[12], w[13]
-	copy(s.Drops[:], w[14:])
+	s.IPv6Up, s.IPv6Down = w[14], w[15]
+	copy(s.Drops[:], w[16:])
 	return s
 }
 
@@ -133,6 +137,8 @@ func (c *Counters) Add(o *Counters) {
 	c.Unresolved += o.Unresolved
 	c.NoBufferPolls += o.NoBufferPolls
 	c.Fragments += o.Fragments
+	c.IPv6Up += o.IPv6Up
+	c.IPv6Down += o.IPv6Down
 	c.SteerPackets += o.SteerPackets
 	c.SteerNanos += o.SteerNanos
 	c.CPUNanos += o.CPUNanos

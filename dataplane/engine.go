@@ -23,7 +23,10 @@ type Engine struct {
 	ranges    []nat.Range
 	session   atomic.Pointer[pppoe.Session]
 	neighbors atomic.Pointer[Neighbors]
-	neighMu   sync.Mutex
+	// lan6 and neighbors6: IPv6 routing (ipv6.go); lan6 nil = off.
+	lan6       atomic.Pointer[LAN6]
+	neighbors6 atomic.Pointer[Neighbors6]
+	neighMu    sync.Mutex
 
 	steerLinks []*Link   // steering -> worker k
 	redirect   [][]*Link // worker i -> worker j
@@ -88,6 +91,7 @@ func New(cfg Config) (*Engine, error) {
 	e.steer = newSteerer(e, &e.steerCounters)
 	e.steer.clock = monoClock{}.Now // steering cost is real time, whatever the shaper's clock
 	e.neighbors.Store(NewNeighbors(nil))
+	e.neighbors6.Store(NewNeighbors6(nil))
 	for i := 0; i < n; i++ {
 		w, err := newWorker(e, i)
 		if err != nil {
@@ -324,8 +328,8 @@ type Dir uint8
 const (
 	FromLAN    Dir = iota // exceptions from the LAN side (Ethernet frame)
 	FromWAN               // control frames steered off the WAN (Ethernet frame)
-	FromWANIP             // decapsulated IPv4 for the router itself (NAT Local)
-	Unresolved            // Ethernet+IPv4 for a LAN host whose MAC is unknown
+	FromWANIP             // decapsulated IPv4 (NAT Local) or IPv6 for the router itself
+	Unresolved            // Ethernet+IPv4 or IPv6 for a LAN host whose MAC is unknown
 	ToWAN                 // frame to send on the WAN
 	ToLAN                 // frame to send on the LAN
 )

@@ -23,6 +23,13 @@ func fuzzSeeds(f *testing.F) {
 	for _, fr := range fragmentIPv4(f, bigUDP(f, remoteIP, pubIP, 2, 2000, 9, data), 1472) {
 		f.Add(wanIPFrame(f, fr), true)
 	}
+	// IPv6 both ways: forwarded, for the router, hop limit 1, too big.
+	f.Add(lanFrame6(f, pkt6{src: host6IP, dst: remote6IP, sport: 1, dport: 2, proto: layers.IPProtocolTCP, syn: true, mss: 1460}), false)
+	f.Add(lanFrame6(f, pkt6{src: host6IP, dst: remote6IP, proto: layers.IPProtocolUDP, hop: 1}), false)
+	f.Add(lanFrame6(f, pkt6{src: host6IP, dst: remote6IP, proto: layers.IPProtocolUDP, payload: 1500}), false)
+	f.Add(lanFrame6(f, pkt6{src: host6IP, dst: routerLL6, proto: layers.IPProtocolICMPv6}), false)
+	f.Add(wanFrame6(f, pkt6{src: remote6IP, dst: host6IP, sport: 1, dport: 2, proto: layers.IPProtocolUDP, payload: 8}), true)
+	f.Add(wanFrame6(f, pkt6{src: remote6IP, dst: host6IP, proto: layers.IPProtocolUDP, hop: 1}), true)
 }
 
 // FuzzWorker feeds arbitrary frames to a worker on either side: it must
@@ -30,7 +37,7 @@ func fuzzSeeds(f *testing.F) {
 // the exception path, or dropped under a reason).
 func FuzzWorker(f *testing.F) {
 	fuzzSeeds(f)
-	r := newRig(f, 1, nil)
+	r := rig6(f, 1, nil)
 	f.Fuzz(func(t *testing.T, b []byte, wan bool) {
 		if len(b) > 1800 {
 			return

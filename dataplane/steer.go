@@ -11,7 +11,7 @@ import (
 const (
 	toControl = -1 // PPPoE discovery, PPP control protocols, non-PPPoE
 	toDrop    = -2 // counted as DropBadPPPoE
-	toIPv6    = -3 // PPP IPv6 data: not forwarded by the IPv4 fast path
+	toIPv6    = -3 // PPP IPv6 data: steered by flow hash (steer6)
 	// toLaterFrag: an IPv4 fragment other than the first; the steerer
 	// sends it where its datagram's first fragment went (see frag.go).
 	toLaterFrag = -4
@@ -208,8 +208,9 @@ func (s *steerer) pollQueue(q int) int {
 		case w == toControl:
 			s.ctlOut = append(s.ctlOut, f)
 		case w == toIPv6:
-			s.c.Drops[DropUnsupported]++
-			s.pool.Put(f)
+			b := f.Data()
+			k := steer6(b, wanIPOffset(b), len(s.links))
+			s.out[k] = append(s.out[k], f)
 		default:
 			s.c.Drops[DropBadPPPoE]++
 			s.pool.Put(f)
@@ -244,12 +245,16 @@ func (s *steerer) steerFragment(b []byte, w int, now int64) int {
 
 // wanIPv4 returns the IPv4 header of a PPPoE session frame classify has
 // checked (VLAN tag or not).
-func wanIPv4(b []byte) hdr.IPv4 {
+func wanIPv4(b []byte) hdr.IPv4 { return hdr.IPv4(b[wanIPOffset(b):]) }
+
+// wanIPOffset is where the IP header of a PPPoE session frame classify
+// has checked begins.
+func wanIPOffset(b []byte) int {
 	o := hdr.EthernetLen
 	if binary.BigEndian.Uint16(b[12:]) == hdr.EtherTypeVLAN {
 		o += 4
 	}
-	return hdr.IPv4(b[o+hdr.PPPoELen+hdr.PPPLen:])
+	return o + hdr.PPPoELen + hdr.PPPLen
 }
 
 func (s *steerer) push(l *Link, fs []*nic.Frame) int {

@@ -73,6 +73,8 @@ type Worker struct {
 	pubAddr uint32
 	mss     uint16
 	neigh   *Neighbors
+	neigh6  *Neighbors6
+	lan6    *LAN6
 	lanMask uint32
 	now     int64
 	icmp    tokenBucket
@@ -86,14 +88,20 @@ type Worker struct {
 type upOps struct{ w *Worker }
 
 func (o upOps) Len(f *nic.Frame) int     { return f.Len }
-func (o upOps) MarkCE(f *nic.Frame) bool { return hdr.IPv4(f.Data()).SetECNCE() }
+func (o upOps) MarkCE(f *nic.Frame) bool { return markCE(f.Data()) }
 func (o upOps) Drop(f *nic.Frame)        { o.w.c.Drops[DropShaper]++; o.w.pool.Put(f) }
 
 type downOps struct{ w *Worker }
 
-func (o downOps) Len(f *nic.Frame) int { return f.Len - hdr.EthernetLen }
-func (o downOps) MarkCE(f *nic.Frame) bool {
-	return hdr.IPv4(f.Data()[hdr.EthernetLen:]).SetECNCE()
+func (o downOps) Len(f *nic.Frame) int     { return f.Len - hdr.EthernetLen }
+func (o downOps) MarkCE(f *nic.Frame) bool { return markCE(f.Data()[hdr.EthernetLen:]) }
+
+// markCE sets CE on the IPv4 or IPv6 packet b if it is ECN-capable.
+func markCE(b []byte) bool {
+	if b[0]>>4 == 6 {
+		return hdr.IPv6(b).SetECNCE()
+	}
+	return hdr.IPv4(b).SetECNCE()
 }
 func (o downOps) Drop(f *nic.Frame) { o.w.c.Drops[DropShaper]++; o.w.pool.Put(f) }
 
@@ -195,6 +203,8 @@ func (w *Worker) step() int {
 	w.now = w.cfg.Clock.Now()
 	w.refreshSession()
 	w.neigh = w.e.neighbors.Load()
+	w.neigh6 = w.e.neighbors6.Load()
+	w.lan6 = w.e.lan6.Load()
 	work := 0
 	if w.id == 0 {
 		if w.cfg.Steer == SteerInline {
@@ -328,7 +338,10 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	}
 	switch eth.Type() {
 	case hdr.EtherTypeIPv4:
-	case hdr.EtherTypeARP, hdr.EtherTypeIPv6:
+	case hdr.EtherTypeIPv6:
+		w.fromLAN6(f)
+		return
+	case hdr.EtherTypeARP:
 		w.toException(f, FromLAN)
 		return
 	default:
@@ -635,7 +648,10 @@ func (w *Worker) fromWAN(f *nic.Frame) {
 	case pppoe.DecapWrongSession:
 		w.drop(f, DropWrongSession)
 		return
-	case pppoe.DecapIPv6, pppoe.DecapNotPPPoE:
+	case pppoe.DecapIPv6:
+		w.inbound6(f)
+		return
+	case pppoe.DecapNotPPPoE:
 		w.drop(f, DropUnsupported)
 		return
 	case pppoe.DecapControl:

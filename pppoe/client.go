@@ -584,8 +584,8 @@ func (c *Client) linkDown() {
 	}
 }
 
-func (c *Client) linkMTU() {
-	if c.link.probeFailed {
+func (c *Client) linkChanged() {
+	if c.link.probeFailed && c.st.MaxPayload { // once: linkChanged also reports IPv6CP
 		c.st.MaxPayload = false
 		c.setError("RFC 4638: no reply to %d-byte echo, MTU stays 1492", min(c.link.ourMRU, c.link.peerMRU()))
 	}
@@ -602,7 +602,8 @@ func (c *Client) publishSession() {
 	c.st.LocalIfID, c.st.PeerIfID = l.ourIfID, l.hisIfID
 	c.gen++
 	s := &Session{ID: c.st.SessionID, LocalMAC: c.mac, PeerMAC: c.chosen.mac, VLAN: c.cfg.VLAN, VLANPrio: c.cfg.VLANPrio,
-		LocalAddr: l.ourAddr, PeerAddr: l.hisAddr, DNS: l.dns, MTU: l.mtu(), Gen: c.gen}
+		LocalAddr: l.ourAddr, PeerAddr: l.hisAddr, DNS: l.dns, MTU: l.mtu(), Gen: c.gen,
+		IPv6: l.ipv6Up, LocalIfID: l.ourIfID, PeerIfID: l.hisIfID}
 	c.sess.Store(s)
 	if c.publish != nil {
 		c.publish(s)

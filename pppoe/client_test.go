@@ -71,6 +71,10 @@ func TestClientServerAuth(t *testing.T) {
 			if tc.ipv6 && (st.LocalIfID == [8]byte{} || st.PeerIfID == [8]byte{} || st.LocalIfID == st.PeerIfID) {
 				t.Errorf("IPv6CP interface ids %x %x", st.LocalIfID, st.PeerIfID)
 			}
+			// The dataplane's snapshot says whether IPv6 may cross.
+			if s.IPv6 != tc.ipv6 || s.LocalIfID != st.LocalIfID || s.PeerIfID != st.PeerIfID {
+				t.Errorf("published session IPv6 %v ids %x %x, want %v %x %x", s.IPv6, s.LocalIfID, s.PeerIfID, tc.ipv6, st.LocalIfID, st.PeerIfID)
+			}
 			sess := p.s.Sessions()
 			if len(sess) != 1 || !sess[0].Up || sess[0].User != testUser || sess[0].Addr != poolLo || sess[0].ID != s.ID {
 				t.Fatalf("server sessions %+v", sess)

@@ -70,7 +70,7 @@ type linkOwner interface {
 	sendPPP(proto uint16, b []byte)
 	linkUp()                                     // IPCP opened
 	linkDown()                                   // IPCP left Opened
-	linkMTU()                                    // the effective MTU changed (RFC 4638 probe)
+	linkChanged()                                // the effective MTU (RFC 4638 probe) or IPv6CP state changed
 	linkFinished(reason string, authFail bool)   // LCP finished: session over
 	deliver(proto uint16, b []byte)              // IPv4/IPv6 data
 	authResult(ok bool, user string, msg string) // authentication outcome
@@ -551,7 +551,7 @@ func (h *lcpHandler) extCode(p ControlPacket) bool {
 		if l.probeTries > 0 && !l.probeOK && p.ID == l.probeID && len(p.Data)+lcpHdrLen >= min(l.ourMRU, l.peerMRU()) {
 			l.probeOK, l.probeTimer = true, time.Time{}
 			l.echoPending = 0
-			l.owner.linkMTU()
+			l.owner.linkChanged()
 			return true
 		}
 		if p.ID == l.echoID && l.echoPending > 0 {
@@ -614,7 +614,7 @@ func (l *link) probeTick() {
 	if l.probeTries >= probeTries {
 		l.probeTimer = time.Time{}
 		l.probeFailed = true
-		l.owner.linkMTU()
+		l.owner.linkChanged()
 		return
 	}
 	size := min(l.ourMRU, l.peerMRU())
@@ -1106,7 +1106,15 @@ func (h *ipv6cpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (
 	return code, out
 }
 
-func (h *ipv6cpHandler) up()                          { (*link)(h).ipv6Up = true }
-func (h *ipv6cpHandler) down()                        { (*link)(h).ipv6Up = false }
-func (h *ipv6cpHandler) finished(string)              { (*link)(h).ipv6Up = false }
+func (h *ipv6cpHandler) up()             { (*link)(h).setIPv6(true) }
+func (h *ipv6cpHandler) down()           { (*link)(h).setIPv6(false) }
+func (h *ipv6cpHandler) finished(string) { (*link)(h).setIPv6(false) }
+
+// setIPv6 records IPv6CP opening or closing and tells the owner.
+func (l *link) setIPv6(up bool) {
+	if l.ipv6Up != up {
+		l.ipv6Up = up
+		l.owner.linkChanged()
+	}
+}
 func (h *ipv6cpHandler) extCode(p ControlPacket) bool { return false }

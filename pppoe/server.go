@@ -515,8 +515,8 @@ func (ss *srvSession) linkUp() {
 	ss.s.logf("pppoe-server: session %#04x user %q up, address %s", ss.id, ss.link.user, ip4(ss.link.hisAddr))
 }
 
-func (ss *srvSession) linkMTU()  {}
-func (ss *srvSession) linkDown() {}
+func (ss *srvSession) linkChanged() {}
+func (ss *srvSession) linkDown()    {}
 
 func (ss *srvSession) linkFinished(reason string, _ bool) {
 	ss.s.logf("pppoe-server: session %#04x down: %s", ss.id, reason)

@@ -20,10 +20,14 @@ type Session struct {
 	PeerAddr  uint32
 	DNS       [2]uint32
 	MTU       int // negotiated PPP MTU (1492, or 1500 with RFC 4638)
-	Gen       uint64
+	// IPv6: IPv6CP is open (IPv6 may cross the session); the interface
+	// identifiers it negotiated make the link-local addresses.
+	IPv6                bool
+	LocalIfID, PeerIfID [8]byte
+	Gen                 uint64
 }
 
-// EncapLen is the bytes Encap pushes in front of an IPv4 packet.
+// EncapLen is the bytes Encap pushes in front of an IP packet.
 func (s *Session) EncapLen() int {
 	n := hdr.EthernetLen + hdr.PPPoELen + hdr.PPPLen
 	if s.VLAN != 0 {
@@ -32,8 +36,9 @@ func (s *Session) EncapLen() int {
 	return n
 }
 
-// Encap pushes Ethernet (+802.1Q) + PPPoE + PPP(IPv4) headers in front of
-// the IPv4 packet in f. It reports false if the headroom is too small.
+// Encap pushes Ethernet (+802.1Q) + PPPoE + PPP headers in front of the
+// IPv4 or IPv6 packet in f (the PPP protocol follows the IP version). It
+// reports false if the headroom is too small.
 func (s *Session) Encap(f *nic.Frame) bool {
 	ipLen := f.Len
 	b := f.Push(s.EncapLen())
@@ -52,6 +57,9 @@ func (s *Session) Encap(f *nic.Frame) bool {
 	b[o], b[o+1] = 0x88, 0x64
 	hdr.PPPoE(b[o+2:]).SetSession(s.ID, ipLen+hdr.PPPLen)
 	b[o+8], b[o+9] = 0x00, 0x21
+	if d := f.Data(); ipLen > 0 && d[len(b)]>>4 == 6 {
+		b[o+9] = 0x57 // IPv6
+	}
 	return true
 }
 
@@ -61,7 +69,7 @@ type DecapResult uint8
 const (
 	DecapIPv4         DecapResult = iota // IPv4 data: frame now starts at the IP header
 	DecapControl                         // discovery or PPP control: for the control plane
-	DecapIPv6                            // IPv6 data (not on the IPv4 fast path)
+	DecapIPv6                            // IPv6 data: frame now starts at the IP header
 	DecapBadFrame                        // malformed
 	DecapWrongSession                    // another session or another AC
 	DecapNotPPPoE                        // not a PPPoE EtherType
@@ -108,15 +116,16 @@ func (s *Session) Decap(f *nic.Frame) DecapResult {
 	if p.SessionID() != s.ID || [6]byte(eth.Src()) != s.PeerMAC {
 		return DecapWrongSession
 	}
+	r := DecapIPv4
 	switch p.PPPProto() {
 	case hdr.PPPIPv4:
 	case hdr.PPPIPv6:
-		return DecapIPv6
+		r = DecapIPv6
 	default:
 		return DecapControl
 	}
 	n := int(p.Length()) - hdr.PPPLen
 	f.Pull(o + hdr.PPPoELen + hdr.PPPLen)
 	f.Truncate(n)
-	return DecapIPv4
+	return r
 }
