@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"encoding/binary"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,13 @@ type ControlConfig struct {
 	// Queue is the number of WAN control frames buffered for the PPPoE
 	// client (64).
 	Queue int
+	// RA is what the router advertises on the LAN while the engine has an
+	// IPv6 LAN prefix (control6.go); SetRA changes it.
+	RA RAConfig
+	// WAN6, if set, receives IPv6 packets for the router from the session
+	// that the control plane does not answer itself (DHCPv6 replies). It
+	// runs on the slow-path pool and must not keep ip.
+	WAN6 func(ip []byte)
 }
 
 // MaxNeighbors bounds the LAN neighbour table the control plane learns.
@@ -48,6 +56,8 @@ type ControlStats struct {
 	HeldSent    uint64 `json:"held_sent"`
 	HeldDropped uint64 `json:"held_dropped"`
 	HeldWaiting int    `json:"held_waiting"`
+	// IPv6: Neighbor Discovery, router advertisements, echo.
+	IPv6 ControlStats6 `json:"ipv6"`
 }
 
 // Control is the off-fast-path side of an Engine: one goroutine (Run)
@@ -73,8 +83,12 @@ type Control struct {
 	lastARP map[uint32]time.Time
 	// lastMove: when a known host's MAC last changed (locktime).
 	lastMove map[uint32]time.Time
-	hold     holdQueue
-	heldSent atomic.Uint64 // held frames sent
+	hold     holdQueue[uint32]
+	hold6    holdQueue[hdr.Addr6]
+	v6       control6
+	// lastMove6: when a known IPv6 neighbour's MAC last changed.
+	lastMove6 map[hdr.Addr6]time.Time
+	heldSent  atomic.Uint64 // held frames sent
 }
 
 // NewControl returns the control plane for e.
@@ -87,6 +101,9 @@ func NewControl(e *Engine, cfg ControlConfig) *Control {
 	for i := 0; i < cfg.Queue; i++ {
 		c.free <- make([]byte, nic.BufSize)
 	}
+	c.v6.ra = cfg.RA
+	c.v6.ra.setDefaults()
+	c.v6.rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x70707066))
 	if cfg.Host != nil {
 		c.hostRx = nic.NewFrames(32)
 		c.hostTx = nic.NewFrames(1)
@@ -109,6 +126,9 @@ func (c *Control) Stats() ControlStats {
 		EchoReplies: c.stats.echo.Load(), ToHost: c.stats.toHost.Load(), FromHost: c.stats.fromHost.Load(),
 		Ignored: c.stats.ignored.Load(), HeldSent: c.heldSent.Load()}
 	s.Held, s.HeldDropped, s.HeldWaiting = c.hold.counts()
+	h6, d6, w6 := c.hold6.counts()
+	s.Held, s.HeldDropped, s.HeldWaiting = s.Held+h6, s.HeldDropped+d6, s.HeldWaiting+w6
+	s.IPv6 = c.Stats6()
 	return s
 }
 
@@ -124,10 +144,13 @@ func (c *Control) Run(ctx context.Context) error {
 	for {
 		n := c.e.PollControl(c.dispatch)
 		n += c.pollHost()
-		if now := time.Now(); now.Sub(lastExpire) > time.Second {
+		now := time.Now()
+		if now.Sub(lastExpire) > time.Second {
 			c.hold.expire(now) // frames for hosts that never answered
+			c.hold6.expire(now)
 			lastExpire = now
 		}
+		c.advertise(now)
 		if n > 0 {
 			continue
 		}
@@ -183,6 +206,10 @@ func (c *Control) handle(j *slowpath.Job) {
 	case FromLAN:
 		c.fromLAN(b)
 	case Unresolved:
+		if len(b) >= hdr.EthernetLen && hdr.Ethernet(b).Type() == hdr.EtherTypeIPv6 {
+			c.unresolved6(b)
+			return
+		}
 		if len(b) < hdr.EthernetLen+hdr.IPv4MinLen {
 			c.stats.ignored.Add(1)
 			return
@@ -195,6 +222,12 @@ func (c *Control) handle(j *slowpath.Job) {
 			c.sendHeld(dst, mac)
 		}
 	case FromWANIP:
+		if len(b) > 0 && b[0]>>4 == 6 {
+			if !c.fromWAN6(&j.Frame) {
+				c.stats.ignored.Add(1)
+			}
+			return
+		}
 		if !c.echoReplyWAN(&j.Frame) {
 			c.stats.ignored.Add(1)
 		}
@@ -283,6 +316,9 @@ func (c *Control) fromLAN(b []byte) {
 	}
 	cfg := &c.e.cfg
 	eth := hdr.Ethernet(b)
+	if eth.Type() == hdr.EtherTypeIPv6 && c.fromLAN6(b) {
+		return
+	}
 	if eth.Type() == hdr.EtherTypeARP && len(b) >= hdr.ARPLen {
 		arp := b[hdr.EthernetLen:]
 		op := binary.BigEndian.Uint16(arp[6:])

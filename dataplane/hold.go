@@ -21,9 +21,10 @@ const (
 
 // holdQueue is the control plane's queue of frames awaiting resolution.
 // Buffers are made on first use and reused, at most HoldPerHost*HoldHosts.
-type holdQueue struct {
+// K is the address type: uint32 for IPv4 (ARP), hdr.Addr6 for IPv6 (ND).
+type holdQueue[K comparable] struct {
 	mu   sync.Mutex
-	m    map[uint32]*holdEntry
+	m    map[K]*holdEntry
 	free [][]byte
 	// held: frames offered; dropped: frames given up (refused with
 	// HoldHosts addresses waiting, pushed out by newer ones, timed out,
@@ -38,11 +39,11 @@ type holdEntry struct {
 
 // add queues a copy of frame for ip. It returns false if the frame was
 // dropped (too many addresses waiting already).
-func (h *holdQueue) add(ip uint32, frame []byte, now time.Time) bool {
+func (h *holdQueue[K]) add(ip K, frame []byte, now time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
-		h.m = map[uint32]*holdEntry{}
+		h.m = map[K]*holdEntry{}
 	}
 	h.expireLocked(now)
 	h.held++
@@ -73,13 +74,13 @@ func (h *holdQueue) add(ip uint32, frame []byte, now time.Time) bool {
 
 // expire gives up the frames of addresses that waited longer than
 // HoldTimeout.
-func (h *holdQueue) expire(now time.Time) {
+func (h *holdQueue[K]) expire(now time.Time) {
 	h.mu.Lock()
 	h.expireLocked(now)
 	h.mu.Unlock()
 }
 
-func (h *holdQueue) expireLocked(now time.Time) {
+func (h *holdQueue[K]) expireLocked(now time.Time) {
 	for a, e := range h.m {
 		if now.Sub(e.since) > HoldTimeout {
 			h.dropped += uint64(len(e.frames))
@@ -92,7 +93,7 @@ func (h *holdQueue) expireLocked(now time.Time) {
 // take removes and returns ip's held frames, oldest first, unless they
 // waited longer than HoldTimeout (then they are given up). Give them back
 // with giveBack once sent.
-func (h *holdQueue) take(ip uint32, now time.Time) [][]byte {
+func (h *holdQueue[K]) take(ip K, now time.Time) [][]byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.m[ip]
@@ -109,20 +110,20 @@ func (h *holdQueue) take(ip uint32, now time.Time) [][]byte {
 }
 
 // notSent counts n taken frames that could not be sent.
-func (h *holdQueue) notSent(n int) {
+func (h *holdQueue[K]) notSent(n int) {
 	h.mu.Lock()
 	h.dropped += uint64(n)
 	h.mu.Unlock()
 }
 
 // giveBack returns buffers from take.
-func (h *holdQueue) giveBack(frames [][]byte) {
+func (h *holdQueue[K]) giveBack(frames [][]byte) {
 	h.mu.Lock()
 	h.recycle(frames)
 	h.mu.Unlock()
 }
 
-func (h *holdQueue) recycle(frames [][]byte) {
+func (h *holdQueue[K]) recycle(frames [][]byte) {
 	for _, b := range frames {
 		if len(h.free) < HoldPerHost*HoldHosts {
 			h.free = append(h.free, b[:0])
@@ -131,7 +132,7 @@ func (h *holdQueue) recycle(frames [][]byte) {
 }
 
 // counts returns frames held and dropped so far, and how many wait now.
-func (h *holdQueue) counts() (held, dropped uint64, waiting int) {
+func (h *holdQueue[K]) counts() (held, dropped uint64, waiting int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.m {

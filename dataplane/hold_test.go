@@ -15,7 +15,7 @@ import (
 // in order, no more than HoldHosts addresses wait, entries older than
 // HoldTimeout are given up, and buffers are reused.
 func TestHoldQueueBounds(t *testing.T) {
-	var h holdQueue
+	var h holdQueue[uint32]
 	now := time.Unix(1000, 0)
 	for i := 0; i < HoldPerHost+2; i++ {
 		if !h.add(1, []byte{byte(i)}, now) {

@@ -1,0 +1,442 @@
+package dataplane
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/dataplane/ndp"
+	"github.com/pppfwd/pppfwd/nic"
+)
+
+// The control plane's IPv6 side, on while the engine has a LAN prefix
+// (SetLAN6): Neighbor Discovery on the LAN (answering solicitations for
+// the router's addresses, learning and resolving hosts, holding packets
+// for unresolved ones as ARP does), Router Advertisements (periodic and
+// solicited) that give hosts the prefix (SLAAC), the default route while
+// the session carries IPv6 and the DNS servers, and ICMPv6 echo for the
+// router. IPv6 for the router from the session that it does not answer
+// itself (DHCPv6) goes to ControlConfig.WAN6.
+
+// RAConfig is what the router advertises on the LAN.
+type RAConfig struct {
+	// Interval between unsolicited RAs (default 200 s; the first three
+	// come 16 s apart, RFC 4861 6.2.4).
+	Interval time.Duration
+	// RouterLifetime while the session carries IPv6 (default 1800 s);
+	// without it the router advertises 0, so hosts stop using it as their
+	// default router (RFC 7084 L-13).
+	RouterLifetime time.Duration
+	// Prefix lifetimes (defaults 1 day and 4 hours; a delegated prefix's
+	// own are passed here, capped).
+	Valid, Preferred time.Duration
+	// DNS servers (RFC 8106 RDNSS), e.g. those DHCPv6 brought.
+	DNS []hdr.Addr6
+}
+
+func (r *RAConfig) setDefaults() {
+	if r.Interval <= 0 {
+		r.Interval = 200 * time.Second
+	}
+	if r.RouterLifetime <= 0 {
+		r.RouterLifetime = 1800 * time.Second
+	}
+	if r.Valid <= 0 {
+		r.Valid = 24 * time.Hour
+	}
+	if r.Preferred <= 0 || r.Preferred > r.Valid {
+		r.Preferred = min(4*time.Hour, r.Valid)
+	}
+}
+
+// Initial RAs (RFC 4861 10: MAX_INITIAL_RTR_ADVERTISEMENTS and
+// MAX_INITIAL_RTR_ADVERT_INTERVAL) and the least time between RAs to the
+// all-nodes group (MIN_DELAY_BETWEEN_RAS).
+const (
+	raInitialCount    = 3
+	raInitialInterval = 16 * time.Second
+	raMinDelay        = 3 * time.Second
+	// raDeprecateCount: RAs that still carry a prefix the LAN no longer
+	// uses, with lifetimes 0, so hosts deprecate their addresses in it.
+	raDeprecateCount = 3
+)
+
+// ControlStats6 are the IPv6 control counters.
+type ControlStats6 struct {
+	NSReplies   uint64 `json:"ns_replies"`  // NAs sent for the router's addresses
+	NSSent      uint64 `json:"ns_sent"`     // NSs sent to resolve LAN hosts
+	Learned     uint64 `json:"learned"`     // IPv6 neighbours learned or moved
+	RASent      uint64 `json:"ra_sent"`     // router advertisements
+	RSReceived  uint64 `json:"rs_received"` // router solicitations
+	EchoReplies uint64 `json:"echo_replies"`
+	ToWAN6      uint64 `json:"wan6_delivered"` // IPv6 from the session handed to WAN6 (DHCPv6)
+	Invalid     uint64 `json:"invalid"`        // ND/ICMPv6 that failed RFC 4861/4443 checks
+}
+
+type control6 struct {
+	mu       sync.Mutex
+	ra       RAConfig
+	nextRA   time.Time
+	initial  int       // initial RAs still to send
+	lastMcRA time.Time // last RA to all-nodes
+	lastUp   bool      // the router lifetime last advertised was non-zero
+	lastPfx  *LAN6     // the LAN6 last advertised
+	old      []oldPrefix
+	lastNS   map[hdr.Addr6]time.Time
+	rand     *rand.Rand
+	buf      []byte
+
+	nsReplies, nsSent, learned, raSent, rsRecv, echo, toWAN6, invalid atomic.Uint64
+}
+
+type oldPrefix struct {
+	l    *LAN6
+	left int
+}
+
+// SetRA sets what the router advertises and sends an RA at once.
+func (c *Control) SetRA(ra RAConfig) {
+	ra.setDefaults()
+	ra.DNS = append([]hdr.Addr6(nil), ra.DNS...)
+	c.v6.mu.Lock()
+	c.v6.ra = ra
+	c.v6.nextRA = time.Time{}
+	c.v6.mu.Unlock()
+}
+
+// Stats6 returns the IPv6 control counters.
+func (c *Control) Stats6() ControlStats6 {
+	v := &c.v6
+	return ControlStats6{NSReplies: v.nsReplies.Load(), NSSent: v.nsSent.Load(), Learned: v.learned.Load(),
+		RASent: v.raSent.Load(), RSReceived: v.rsRecv.Load(), EchoReplies: v.echo.Load(),
+		ToWAN6: v.toWAN6.Load(), Invalid: v.invalid.Load()}
+}
+
+// advertise sends the periodic RA when it is due, or at once when the
+// prefix or the session's IPv6 state changed. Run calls it every loop.
+func (c *Control) advertise(now time.Time) {
+	l6 := c.e.LAN6()
+	v := &c.v6
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if l6 == nil && v.lastPfx == nil {
+		return
+	}
+	up := c.sessionIPv6()
+	changed := l6 != v.lastPfx || up != v.lastUp
+	if !changed && now.Before(v.nextRA) {
+		return
+	}
+	if changed && v.lastPfx != nil && (l6 == nil || l6.Prefix != v.lastPfx.Prefix || l6.Bits != v.lastPfx.Bits) {
+		v.old = append(v.old, oldPrefix{v.lastPfx, raDeprecateCount})
+		if len(v.old) > 4 {
+			v.old = v.old[1:]
+		}
+	}
+	if changed && v.lastPfx == nil {
+		v.initial = raInitialCount
+	}
+	v.lastPfx, v.lastUp = l6, up
+	if l6 == nil && len(v.old) == 0 {
+		return
+	}
+	c.sendRALocked(ndp.AllNodes(), ndp.AllNodesMAC(), now)
+	interval := v.ra.Interval
+	if v.initial > 0 {
+		v.initial--
+		interval = min(interval, raInitialInterval)
+	}
+	// Jitter the interval down by up to a quarter (RFC 4861 6.2.4 picks
+	// uniformly between MinRtrAdvInterval and MaxRtrAdvInterval).
+	v.nextRA = now.Add(interval - time.Duration(v.rand.Int64N(int64(interval)/4+1)))
+}
+
+func (c *Control) sessionIPv6() bool {
+	s := c.e.Session()
+	return s != nil && s.IPv6
+}
+
+// sendRALocked sends an RA to dst (v.mu held).
+func (c *Control) sendRALocked(dst hdr.Addr6, dstMAC [6]byte, now time.Time) {
+	v := &c.v6
+	l6 := v.lastPfx
+	mac := c.e.cfg.RouterMAC
+	ra := ndp.RA{SrcMAC: mac, Src: hdr.LinkLocalEUI64(mac), Dst: dst, DstMAC: dstMAC, CurHopLimit: 64,
+		RDNSS: v.ra.DNS, RDNSSLifetime: 3 * v.ra.Interval}
+	if l6 != nil {
+		if v.lastUp {
+			ra.RouterLifetime = v.ra.RouterLifetime
+		}
+		ra.Prefixes = append(ra.Prefixes, ndp.PrefixInfo{Prefix: l6.Prefix, Bits: uint8(l6.Bits), OnLink: true,
+			Autonomous: l6.Bits == 64, Valid: v.ra.Valid, Preferred: v.ra.Preferred})
+	}
+	keep := v.old[:0]
+	for _, o := range v.old {
+		ra.Prefixes = append(ra.Prefixes, ndp.PrefixInfo{Prefix: o.l.Prefix, Bits: uint8(o.l.Bits), OnLink: true, Autonomous: o.l.Bits == 64})
+		if o.left--; o.left > 0 {
+			keep = append(keep, o)
+		}
+	}
+	v.old = keep
+	if len(ra.RDNSS) == 0 {
+		ra.RDNSSLifetime = 0
+	}
+	v.buf = ndp.AppendRA(v.buf[:0], &ra)
+	if c.e.Send(ToLAN, v.buf) == nil {
+		v.raSent.Add(1)
+		if hdr.IsMulticast6(&dst) {
+			v.lastMcRA = now
+		}
+	}
+}
+
+// fromLAN6 handles an IPv6 frame from the LAN for the router. It returns
+// false when the host stack (ControlConfig.Host) should have it too or
+// instead: anything but ND and echo, and with a host stack also NS, NA and
+// RA (the control plane learns from them, the host keeps its own
+// neighbour cache) and echo requests.
+func (c *Control) fromLAN6(b []byte) bool {
+	l6 := c.e.LAN6()
+	if l6 == nil {
+		return false
+	}
+	m, err := ndp.Parse(b)
+	if err != nil {
+		if err != ndp.ErrNotICMPv6 && err != ndp.ErrExtHeader {
+			c.v6.invalid.Add(1)
+		}
+		return false
+	}
+	mac := c.e.cfg.RouterMAC
+	ours := func(a *hdr.Addr6) bool { return *a == l6.Router || *a == l6.LinkLocal }
+	var out [256]byte
+	switch m.Type {
+	case hdr.ICMP6NeighborSol:
+		if ours(&m.Target) {
+			c.learn6(l6, &m.Src, m.SourceLL, m.HasSourceLL, true, false)
+			if c.e.Send(ToLAN, ndp.AppendNA(out[:0], &m, m.Target, mac, true)) == nil {
+				c.v6.nsReplies.Add(1)
+			}
+		}
+		return c.cfg.Host == nil
+	case hdr.ICMP6NeighborAdv:
+		asked := c.askedFor(m.Target)
+		c.learn6(l6, &m.Target, m.TargetLL, m.HasTargetLL, asked || (m.Solicited && m.DstMAC == mac), !m.Override)
+		return c.cfg.Host == nil
+	case hdr.ICMP6RouterSol:
+		c.v6.rsRecv.Add(1)
+		now := time.Now()
+		c.v6.mu.Lock()
+		if c.v6.lastPfx != nil {
+			// To the host when it said who it is, else to all nodes (no
+			// more than once per MIN_DELAY_BETWEEN_RAS).
+			if m.Src != (hdr.Addr6{}) && m.HasSourceLL {
+				c.sendRALocked(m.Src, m.SourceLL, now)
+			} else if now.Sub(c.v6.lastMcRA) >= raMinDelay {
+				c.sendRALocked(ndp.AllNodes(), ndp.AllNodesMAC(), now)
+			}
+		}
+		c.v6.mu.Unlock()
+		return true
+	case hdr.ICMP6RouterAdv:
+		return c.cfg.Host == nil // another router's: not ours to act on
+	case hdr.ICMP6EchoRequest:
+		if c.cfg.Host != nil || !ours(&m.Dst) {
+			return false
+		}
+		if c.e.Send(ToLAN, ndp.AppendEchoReply(out[:0:0], &m, m.Dst, mac)) == nil {
+			c.v6.echo.Add(1)
+		}
+		return true
+	}
+	return false
+}
+
+// learn6 records that LAN host ip is at mac: a host the router does not
+// know is learned only from ND about the router (aboutUs), a known one is
+// updated when its MAC changes (not within a second of the last change,
+// and never by an NA without the override flag). Then what was held for
+// it is sent.
+func (c *Control) learn6(l6 *LAN6, ip *hdr.Addr6, mac [6]byte, has, aboutUs, noOverride bool) {
+	if !has || !l6.Contains(ip) || *ip == l6.Router || mac[0]&1 != 0 {
+		return
+	}
+	n := c.e.Neighbors6()
+	old, known := n.Lookup(ip)
+	switch {
+	case known && old != mac && !noOverride && c.moveAllowed6(*ip):
+		c.e.SetNeighbor6(*ip, mac)
+		c.v6.learned.Add(1)
+	case !known && aboutUs && n.Len() < MaxNeighbors:
+		c.e.SetNeighbor6(*ip, mac)
+		c.v6.learned.Add(1)
+		known = true
+	}
+	if known {
+		if m, ok := c.e.Neighbors6().Lookup(ip); ok {
+			c.sendHeld6(*ip, m)
+		}
+	}
+}
+
+// moveAllowed6 is moveAllowed for IPv6 neighbours (locktime 1 s).
+func (c *Control) moveAllowed6(ip hdr.Addr6) bool {
+	now := time.Now()
+	c.arpMu.Lock()
+	defer c.arpMu.Unlock()
+	if c.lastMove6 == nil {
+		c.lastMove6 = map[hdr.Addr6]time.Time{}
+	}
+	if t, ok := c.lastMove6[ip]; ok && now.Sub(t) < time.Second {
+		return false
+	}
+	if len(c.lastMove6) >= MaxNeighbors {
+		clear(c.lastMove6)
+	}
+	c.lastMove6[ip] = now
+	return true
+}
+
+// askedFor reports whether the router solicited ip in the last 3 s.
+func (c *Control) askedFor(ip hdr.Addr6) bool {
+	c.arpMu.Lock()
+	defer c.arpMu.Unlock()
+	t, ok := c.v6.lastNS[ip]
+	return ok && time.Since(t) < HoldTimeout
+}
+
+// resolve6 sends a Neighbor Solicitation for a LAN address (at most once
+// a second).
+func (c *Control) resolve6(ip hdr.Addr6) {
+	now := time.Now()
+	c.arpMu.Lock()
+	if c.v6.lastNS == nil {
+		c.v6.lastNS = map[hdr.Addr6]time.Time{}
+	}
+	if t, ok := c.v6.lastNS[ip]; ok && now.Sub(t) < time.Second {
+		c.arpMu.Unlock()
+		return
+	}
+	if len(c.v6.lastNS) > 4096 {
+		clear(c.v6.lastNS)
+	}
+	c.v6.lastNS[ip] = now
+	c.arpMu.Unlock()
+	mac := c.e.cfg.RouterMAC
+	var out [128]byte
+	if c.e.Send(ToLAN, ndp.AppendNS(out[:0], hdr.LinkLocalEUI64(mac), ip, mac)) == nil {
+		c.v6.nsSent.Add(1)
+	}
+}
+
+// unresolved6 holds an Ethernet+IPv6 frame for a LAN host whose MAC is
+// unknown and asks for it.
+func (c *Control) unresolved6(b []byte) {
+	if len(b) < hdr.EthernetLen+hdr.IPv6Len {
+		c.stats.ignored.Add(1)
+		return
+	}
+	dst := hdr.IPv6(b[hdr.EthernetLen:]).Dst()
+	c.hold6.add(dst, b, time.Now())
+	c.resolve6(dst)
+	if mac, ok := c.e.Neighbors6().Lookup(&dst); ok {
+		c.sendHeld6(dst, mac)
+	}
+}
+
+// sendHeld6 sends the frames held for ip, now that its MAC is known.
+func (c *Control) sendHeld6(ip hdr.Addr6, mac [6]byte) {
+	frames := c.hold6.take(ip, time.Now())
+	if frames == nil {
+		return
+	}
+	failed := 0
+	for _, b := range frames {
+		copy(b[0:6], mac[:])
+		if c.e.Send(ToLAN, b) == nil {
+			c.heldSent.Add(1)
+		} else {
+			failed++
+		}
+	}
+	if failed > 0 {
+		c.hold6.notSent(failed)
+	}
+	c.hold6.giveBack(frames)
+}
+
+// fromWAN6 handles an IPv6 packet for the router from the session (f
+// holds it, with headroom): echo requests to its addresses are answered,
+// the rest goes to ControlConfig.WAN6.
+func (c *Control) fromWAN6(f *nic.Frame) bool {
+	ip := hdr.IPv6(f.Data())
+	if !ip.IsValid() {
+		return false
+	}
+	ip = ip[:ip.TotalLen()]
+	f.Truncate(len(ip))
+	dst := ip.Dst()
+	if l6 := c.e.LAN6(); ip.NextHeader() == hdr.ProtoICMP6 && len(ip) >= hdr.IPv6Len+8 && ip[hdr.IPv6Len] == hdr.ICMP6EchoRequest &&
+		(l6 != nil && dst == l6.Router || dst == c.wanLinkLocal()) {
+		src := ip.Src()
+		if !hdr.ICMP6ChecksumOK(ip[hdr.IPv6Len:], &src, &dst) {
+			c.v6.invalid.Add(1)
+			return false
+		}
+		copy(ip[8:24], dst[:])
+		copy(ip[24:40], src[:])
+		ip[7] = 64
+		ip[hdr.IPv6Len] = hdr.ICMP6EchoReply
+		hdr.ICMP6Checksum(ip[hdr.IPv6Len:], &dst, &src)
+		if c.SendWAN6(ip) == nil {
+			c.v6.echo.Add(1)
+			return true
+		}
+		return false
+	}
+	if c.cfg.WAN6 == nil {
+		return false
+	}
+	c.cfg.WAN6(ip)
+	c.v6.toWAN6.Add(1)
+	return true
+}
+
+// wanLinkLocal is the router's link-local address on the session
+// (fe80:: and the interface identifier IPv6CP negotiated).
+func (c *Control) wanLinkLocal() hdr.Addr6 {
+	s := c.e.Session()
+	if s == nil || !s.IPv6 {
+		return hdr.Addr6{0xff} // matches nothing a packet to us carries
+	}
+	return WANLinkLocal(s.LocalIfID)
+}
+
+// WANLinkLocal returns fe80::/64 with interface identifier id.
+func WANLinkLocal(id [8]byte) hdr.Addr6 {
+	a := hdr.Addr6{0: 0xfe, 1: 0x80}
+	copy(a[8:], id[:])
+	return a
+}
+
+// SendWAN6 sends the IPv6 packet ip over the session (for DHCPv6 and the
+// control plane's own replies). It fails while IPv6CP is not open.
+func (c *Control) SendWAN6(ip []byte) error {
+	s := c.e.Session()
+	if s == nil || !s.IPv6 {
+		return errNoIPv6
+	}
+	f := nic.NewFrame()
+	if !f.SetData(ip) || !s.Encap(f) {
+		return errTooBig
+	}
+	return c.e.Send(ToWAN, f.Data())
+}
+
+var (
+	errNoIPv6 = errors.New("dataplane: the session does not carry IPv6")
+	errTooBig = errors.New("dataplane: packet too large")
+)

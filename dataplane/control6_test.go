@@ -1,0 +1,270 @@
+package dataplane
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/dataplane/ndp"
+	"github.com/pppfwd/pppfwd/nic/memport"
+)
+
+// ctl6Rig is a running one-worker engine with IPv6 on and its control
+// plane.
+type ctl6Rig struct {
+	lan, wan *memport.Port
+	e        *Engine
+	ctl      *Control
+	l6       *LAN6
+	wan6     chan []byte
+}
+
+func newCtl6Rig(t *testing.T, sessionIPv6 bool) *ctl6Rig {
+	r := &ctl6Rig{lan: memport.New("lan", 1, 256), wan: memport.New("wan", 1, 256), wan6: make(chan []byte, 8)}
+	r.e = memEngine(t, r.lan, r.wan)
+	s := testSession()
+	s.IPv6 = sessionIPv6
+	s.LocalIfID = [8]byte{0, 0, 0, 0, 0, 0, 0x12, 0x34}
+	r.e.SetSession(s)
+	var err error
+	if r.l6, err = NewLAN6(lan6Prefix, 64, routerMAC); err != nil {
+		t.Fatal(err)
+	}
+	r.e.SetLAN6(r.l6)
+	r.ctl = NewControl(r.e, ControlConfig{WANMAC: wanMAC, RA: RAConfig{DNS: []hdr.Addr6{remote6IP}},
+		WAN6: func(ip []byte) { r.wan6 <- append([]byte(nil), ip...) }})
+	startWith(t, r.e, r.ctl.Run)
+	return r
+}
+
+// lanFrames drains the LAN and returns the IPv6 frames that parse as
+// ICMPv6 (ND, echo) and the other IPv6 frames.
+func (r *ctl6Rig) lanFrames() (icmp []ndp.Message, other [][]byte) {
+	r.lan.Drain(0, func(b []byte) {
+		if hdr.Ethernet(b).Type() != hdr.EtherTypeIPv6 {
+			return
+		}
+		c := append([]byte(nil), b...)
+		if m, err := ndp.Parse(c); err == nil {
+			icmp = append(icmp, m)
+		} else {
+			other = append(other, c)
+		}
+	})
+	return icmp, other
+}
+
+// waitRA waits for an RA on the LAN that satisfies ok and returns it.
+func (r *ctl6Rig) waitRA(t *testing.T, what string, ok func(m *ndp.Message, ra *ndp.RA) bool) ndp.RA {
+	t.Helper()
+	var got ndp.RA
+	waitFor(t, what, 5*time.Second, func() bool {
+		ms, _ := r.lanFrames()
+		for i := range ms {
+			if ms[i].Type != hdr.ICMP6RouterAdv {
+				continue
+			}
+			ra, err := ndp.ParseRA(ms[i].Body)
+			if err != nil {
+				t.Fatalf("RA does not parse: %v", err)
+			}
+			if ok(&ms[i], &ra) {
+				got = ra
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// hostNS is an NS from the LAN host (global address, its MAC in the
+// source link-layer option) for target.
+func hostNS(target hdr.Addr6) []byte {
+	b := ndp.AppendNS(nil, host6IP, target, hostMAC)
+	copy(b[0:6], routerMAC[:]) // unicast to the router, as a host revalidating does
+	return b
+}
+
+// TestControl6Advertises: the router advertises the LAN prefix for SLAAC
+// with the DNS servers, as the default router only while the session
+// carries IPv6, answers a router solicitation, and after a prefix change
+// keeps announcing the old prefix with lifetimes 0 so hosts deprecate it.
+func TestControl6Advertises(t *testing.T) {
+	r := newCtl6Rig(t, false)
+	ra := r.waitRA(t, "the first RA", func(m *ndp.Message, ra *ndp.RA) bool { return true })
+	if len(ra.Prefixes) != 1 || ra.Prefixes[0].Prefix != lan6Prefix || ra.Prefixes[0].Bits != 64 ||
+		!ra.Prefixes[0].Autonomous || !ra.Prefixes[0].OnLink || ra.Prefixes[0].Valid != 24*time.Hour {
+		t.Fatalf("RA prefixes %+v", ra.Prefixes)
+	}
+	if ra.RouterLifetime != 0 || len(ra.RDNSS) != 1 || ra.RDNSS[0] != remote6IP || ra.SrcMAC != routerMAC {
+		t.Fatalf("RA without IPv6 on the session: %+v", ra)
+	}
+	// IPv6CP opens: an RA at once makes the router the default router.
+	s := testSession()
+	s.IPv6 = true
+	r.e.SetSession(s)
+	r.waitRA(t, "an RA with a router lifetime", func(m *ndp.Message, ra *ndp.RA) bool {
+		return ra.RouterLifetime == 1800*time.Second && m.Src == r.l6.LinkLocal && m.Dst == ndp.AllNodes()
+	})
+	// A host solicits: the answer goes to it.
+	rs := rsFrame(t)
+	r.lan.Inject(0, rs)
+	r.waitRA(t, "the solicited RA", func(m *ndp.Message, ra *ndp.RA) bool { return m.Dst == host6IP && m.DstMAC == hostMAC })
+	if st := r.ctl.Stats6(); st.RSReceived != 1 || st.RASent < 3 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Renumbered: the new prefix, and the old one with lifetimes 0.
+	next := netip.MustParseAddr("2001:db8:0:2::").As16()
+	l, _ := NewLAN6(next, 64, routerMAC)
+	r.e.SetLAN6(l)
+	ra = r.waitRA(t, "the renumbering RA", func(m *ndp.Message, ra *ndp.RA) bool { return len(ra.Prefixes) == 2 })
+	if ra.Prefixes[0].Prefix != next || ra.Prefixes[0].Preferred == 0 || ra.Prefixes[1].Prefix != lan6Prefix ||
+		ra.Prefixes[1].Valid != 0 || ra.Prefixes[1].Preferred != 0 {
+		t.Fatalf("renumbering RA prefixes %+v", ra.Prefixes)
+	}
+}
+
+// rsFrame is a router solicitation from the host (with its link-layer
+// address), built with gopacket.
+func rsFrame(t *testing.T) []byte {
+	allRouters := ndp.AllRouters()
+	eth := &layers.Ethernet{SrcMAC: hostMAC[:], DstMAC: []byte{0x33, 0x33, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv6}
+	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6, SrcIP: host6IP[:], DstIP: allRouters[:]}
+	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(hdr.ICMP6RouterSol, 0)}
+	if err := ic.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	rs := &layers.ICMPv6RouterSolicitation{Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptSourceAddress, Data: hostMAC[:]}}}
+	return serialize(t, eth, ip, ic, rs)
+}
+
+// TestControl6NeighborDiscovery: the router answers an NS for its
+// addresses and learns the asker; a downlink packet for an unknown host
+// is held while the router solicits it, and delivered to the MAC the
+// host's NA gives.
+func TestControl6NeighborDiscovery(t *testing.T) {
+	r := newCtl6Rig(t, true)
+	for _, target := range []hdr.Addr6{r.l6.Router, r.l6.LinkLocal} {
+		r.lan.Inject(0, hostNS(target))
+		var na *ndp.Message
+		waitFor(t, "NA", 5*time.Second, func() bool {
+			ms, _ := r.lanFrames()
+			for i := range ms {
+				if ms[i].Type == hdr.ICMP6NeighborAdv {
+					na = &ms[i]
+				}
+			}
+			return na != nil
+		})
+		if na.Target != target || na.TargetLL != routerMAC || !na.Router || !na.Solicited || na.Dst != host6IP || na.DstMAC != hostMAC {
+			t.Fatalf("NA %+v", na)
+		}
+	}
+	if mac, ok := r.e.Neighbors6().Lookup(&host6IP); !ok || mac != hostMAC {
+		t.Fatalf("asker not learned: %x %v", mac, ok)
+	}
+	// A quiet host: the reply from the Internet waits for its NA.
+	quiet := netip.MustParseAddr("2001:db8:0:1::77").As16()
+	quietMAC := [6]byte{0x02, 0, 0, 0, 0, 0x77}
+	for i := 0; i < 2; i++ {
+		r.wan.Inject(0, wanFrame6(t, pkt6{src: remote6IP, dst: quiet, sport: 443, dport: 5000, proto: layers.IPProtocolUDP, payload: 10 + i}))
+	}
+	var ns *ndp.Message
+	waitFor(t, "NS for the quiet host", 5*time.Second, func() bool {
+		ms, other := r.lanFrames()
+		if len(other) != 0 {
+			t.Fatalf("a packet left before the host was resolved")
+		}
+		for i := range ms {
+			if ms[i].Type == hdr.ICMP6NeighborSol && ms[i].Target == quiet {
+				ns = &ms[i]
+			}
+		}
+		return ns != nil && r.ctl.Stats().Held == 2
+	})
+	if ns.Dst != hdr.SolicitedNode(&quiet) || ns.DstMAC != hdr.MulticastMAC(&ns.Dst) || ns.SourceLL != routerMAC {
+		t.Fatalf("NS %+v", ns)
+	}
+	// The host answers (solicited, to the router's link-local address).
+	na := ndp.AppendNA(nil, ns, quiet, quietMAC, false)
+	r.lan.Inject(0, na)
+	var got [][]byte
+	waitFor(t, "held packets delivered", 5*time.Second, func() bool {
+		_, other := r.lanFrames()
+		got = append(got, other...)
+		return len(got) >= 2
+	})
+	for i, b := range got {
+		if [6]byte(b[0:6]) != quietMAC || [6]byte(b[6:12]) != routerMAC {
+			t.Fatalf("frame %d to %x from %x", i, b[0:6], b[6:12])
+		}
+		p := decodeIPv6(t, b[14:])
+		if u := p.Layer(layers.LayerTypeUDP).(*layers.UDP); len(u.Payload) != 10+i {
+			t.Fatalf("frame %d: payload %d, want %d (order kept)", i, len(u.Payload), 10+i)
+		}
+	}
+	if st := r.ctl.Stats(); st.HeldSent != 2 || st.IPv6.Learned != 2 || st.IPv6.NSSent != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	// An unsolicited NA from an unknown host teaches nothing.
+	stranger := netip.MustParseAddr("2001:db8:0:1::88").As16()
+	r.lan.Inject(0, ndp.AppendUnsolicitedNA(nil, stranger, [6]byte{2, 0, 0, 0, 0, 0x88}, false))
+	time.Sleep(50 * time.Millisecond)
+	if _, ok := r.e.Neighbors6().Lookup(&stranger); ok {
+		t.Fatal("learned a host from an unsolicited NA")
+	}
+}
+
+// TestControl6Echo: the router answers ICMPv6 echo on its LAN addresses
+// and, over the session, on its LAN address and its link-local; other
+// IPv6 for it from the session (DHCPv6) goes to WAN6.
+func TestControl6Echo(t *testing.T) {
+	r := newCtl6Rig(t, true)
+	r.e.SetNeighbor6(host6IP, hostMAC)
+	r.lan.Inject(0, lanFrame6(t, pkt6{src: host6IP, dst: r.l6.Router, proto: layers.IPProtocolICMPv6, payload: 12}))
+	waitFor(t, "LAN echo reply", 5*time.Second, func() bool {
+		ms, _ := r.lanFrames()
+		for _, m := range ms {
+			if m.Type == hdr.ICMP6EchoReply && m.Src == r.l6.Router && m.Dst == host6IP && m.DstMAC == hostMAC {
+				return true
+			}
+		}
+		return false
+	})
+	wanLL := WANLinkLocal([8]byte{0, 0, 0, 0, 0, 0, 0x12, 0x34})
+	for _, dst := range []hdr.Addr6{r.l6.Router, wanLL} {
+		r.wan.Inject(0, wanFrame6(t, pkt6{src: remote6IP, dst: dst, proto: layers.IPProtocolICMPv6, payload: 20}))
+		var reply []byte
+		waitFor(t, "WAN echo reply", 5*time.Second, func() bool {
+			r.wan.Drain(0, func(b []byte) {
+				if len(b) > 22 && be16(b[20:]) == hdr.PPPIPv6 {
+					reply = append([]byte(nil), b...)
+				}
+			})
+			return reply != nil
+		})
+		p := decodeIPv6(t, wan6Payload(t, reply))
+		ip := p.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
+		ic := p.Layer(layers.LayerTypeICMPv6).(*layers.ICMPv6)
+		if ic.TypeCode.Type() != hdr.ICMP6EchoReply || [16]byte(ip.SrcIP) != dst || [16]byte(ip.DstIP) != remote6IP {
+			t.Fatalf("WAN echo reply %v", p)
+		}
+	}
+	// A DHCPv6 reply to the link-local address: handed over as is.
+	r.wan.Inject(0, wanFrame6(t, pkt6{src: netip.MustParseAddr("fe80::1").As16(), dst: wanLL, sport: 547, dport: 546, proto: layers.IPProtocolUDP, payload: 30}))
+	select {
+	case ip := <-r.wan6:
+		if hdr.IPv6(ip).Dst() != wanLL || len(ip) != 40+8+30 {
+			t.Fatalf("WAN6 got %x", ip)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the DHCPv6 packet did not reach WAN6")
+	}
+	if st := r.ctl.Stats6(); st.EchoReplies != 3 || st.ToWAN6 != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
