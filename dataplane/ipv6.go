@@ -205,11 +205,6 @@ func (w *Worker) fromLAN6(f *nic.Frame) {
 // inbound6 forwards a decapsulated IPv6 packet from the session to the
 // LAN prefix, or hands it to the control plane when it is for the router.
 func (w *Worker) inbound6(f *nic.Frame) {
-	l6 := w.lan6
-	if l6 == nil {
-		w.drop(f, DropUnsupported)
-		return
-	}
 	ip := hdr.IPv6(f.Data())
 	if !ip.IsValid() {
 		w.drop(f, DropBadIPv6)
@@ -218,8 +213,15 @@ func (w *Worker) inbound6(f *nic.Frame) {
 	f.Truncate(ip.TotalLen())
 	ip = ip[:ip.TotalLen()]
 	dst := (*hdr.Addr6)(ip[24:40])
-	if hdr.IsMulticast6(dst) || hdr.IsLinkLocal6(dst) || *dst == l6.Router {
+	l6 := w.lan6
+	// Link-scope traffic is the router's before there is a LAN prefix too:
+	// DHCPv6 brings the prefix.
+	if hdr.IsMulticast6(dst) || hdr.IsLinkLocal6(dst) || l6 != nil && *dst == l6.Router {
 		w.toException(f, FromWANIP) // DHCPv6, the ISP's RAs, echo to the router
+		return
+	}
+	if l6 == nil {
+		w.drop(f, DropUnsupported)
 		return
 	}
 	// Only the LAN prefix is routed to the LAN; the rest of a delegated

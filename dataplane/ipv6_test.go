@@ -266,6 +266,14 @@ func TestIPv6Off(t *testing.T) {
 	if c := r.e.Totals(); c.Exception != 1 || c.Drops[DropUnsupported] != 1 || c.IPv6Up+c.IPv6Down != 0 {
 		t.Fatalf("counters %+v", c)
 	}
+	// Link-scope IPv6 from the session (a DHCPv6 reply bringing the
+	// prefix) reaches the control plane before there is a LAN prefix.
+	r.wan.Inject(0, wanFrame6(t, pkt6{src: netip.MustParseAddr("fe80::1").As16(), dst: netip.MustParseAddr("fe80::2").As16(),
+		sport: 547, dport: 546, proto: layers.IPProtocolUDP}))
+	r.step()
+	if c := r.e.Totals(); c.Exception != 2 {
+		t.Fatalf("link-local from the session not for the control plane: %+v", c)
+	}
 	r = rig6(t, 1, nil)
 	r.e.SetSession(testSession()) // IPv6CP not open
 	r.lan.Inject(0, lanFrame6(t, pkt6{src: host6IP, dst: remote6IP, proto: layers.IPProtocolUDP}))

@@ -172,7 +172,7 @@ func TestMalformedDropped(t *testing.T) {
 		{"wan not for us", true, mut(goodWAN(), func(b []byte) []byte { b[22+19] ^= 1; fixIPSum(b, 22); return b }), DropNotForUs},
 		{"wan bad ip checksum", true, mut(goodWAN(), func(b []byte) []byte { b[22+8] ^= 0x10; return b }), DropBadChecksum},
 		{"wan later fragment without its first", true, mut(goodWAN(), func(b []byte) []byte { b[22+6], b[22+7] = 0x20, 0x10; fixIPSum(b, 22); return b }), DropFragment},
-		{"wan ipv6", true, mut(goodWAN(), func(b []byte) []byte { b[21] = 0x57; return b }), DropUnsupported},
+		{"wan ipv6 protocol, ipv4 inside", true, mut(goodWAN(), func(b []byte) []byte { b[21] = 0x57; return b }), DropBadIPv6},
 		{"wan unsolicited", true, goodWAN(), DropNAT},
 	}
 	for _, c := range cases {

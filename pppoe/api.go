@@ -128,5 +128,6 @@ type ServerCounters struct {
 	AuthOK, AuthFailed                             uint64
 	SessionsUp                                     uint64
 	IPv4In, IPv4Out                                uint64
+	IPv6In, IPv6Out                                uint64
 	BadFrames, Dropped                             uint64
 }

@@ -102,6 +102,22 @@ func TestClientServerAuth(t *testing.T) {
 			if r := s.Decap(f); r != DecapIPv4 || !bytes.Equal(f.Data(), down) {
 				t.Fatalf("Decap of AC data frame: %v", r)
 			}
+			// IPv6 from the AC: only once IPv6CP is open, framed as PPP
+			// IPv6, and decapsulated as such.
+			v6 := make([]byte, 48)
+			v6[0], v6[5], v6[6], v6[7] = 0x60, 8, 17, 64
+			err := p.s.SendIPv6(s.ID, v6)
+			if !tc.ipv6 {
+				if err == nil {
+					t.Fatal("IPv6 sent without IPv6CP")
+				}
+			} else {
+				p.net.run(time.Millisecond, nil)
+				f = newTestFrame(p.net.sent[len(p.net.sent)-1].b)
+				if err != nil || s.Decap(f) != DecapIPv6 || !bytes.Equal(f.Data(), v6) || p.s.Counters().IPv6Out != 1 {
+					t.Fatalf("IPv6 from the AC: %v %x", err, p.net.sent[len(p.net.sent)-1].b)
+				}
+			}
 			// Keepalive: a minute of echoes, all answered.
 			p.net.run(time.Minute, nil)
 			st = p.c.Status()

@@ -50,8 +50,9 @@ type ServerConfig struct {
 	EchoFailures int
 	RestartTimer time.Duration
 	MaxConfigure int
-	// Deliver receives decapsulated IPv4 from clients; ip is valid only
-	// during the call.
+	// Deliver receives decapsulated IPv4 and IPv6 (once IPv6CP is open)
+	// from clients (tell them apart by the version nibble); ip is valid
+	// only during the call.
 	Deliver func(s SessionInfo, ip []byte)
 	Clock   Clock
 	Rand    func() uint64
@@ -194,6 +195,28 @@ func (s *Server) SendIPv4(ip []byte) error {
 	}
 	ss.sendPPP(pppIPv4, ip)
 	s.counters.IPv4Out++
+	return s.writeErr
+}
+
+// SendIPv6 sends the IPv6 packet ip to client session id (IPv6 has no
+// per-session address here: the caller routes).
+func (s *Server) SendIPv6(id uint16, ip []byte) error {
+	if v := hdr.IPv6(ip); !v.IsValid() {
+		return errors.New("pppoe: invalid IPv6 packet")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[id]
+	if ss == nil || ss.link == nil || !ss.link.isUp || !ss.link.ipv6Up {
+		s.counters.Dropped++
+		return ErrNotUp
+	}
+	if len(ip) > ss.link.mtu() {
+		s.counters.Dropped++
+		return fmt.Errorf("pppoe: packet of %d bytes exceeds session MTU %d", len(ip), ss.link.mtu())
+	}
+	ss.sendPPP(pppIPv6, ip)
+	s.counters.IPv6Out++
 	return s.writeErr
 }
 
@@ -524,10 +547,14 @@ func (ss *srvSession) linkFinished(reason string, _ bool) {
 }
 
 func (ss *srvSession) deliver(proto uint16, b []byte) {
-	if proto != pppIPv4 {
+	switch proto {
+	case pppIPv4:
+		ss.s.counters.IPv4In++
+	case pppIPv6:
+		ss.s.counters.IPv6In++
+	default:
 		return
 	}
-	ss.s.counters.IPv4In++
 	if ss.s.cfg.Deliver != nil {
 		ss.s.cfg.Deliver(ss.info(), b)
 	}

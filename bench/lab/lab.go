@@ -72,7 +72,8 @@ type Lab struct {
 	Inet             *nettest.NS
 	up               nic.Port // the ISP's upstream TAP (owned by forwardUpstream)
 	upMAC            [6]byte
-	echo             *net.UDPConn
+	echo, echo6      *net.UDPConn
+	v6               lab6
 	closeOnce        sync.Once
 }
 
@@ -107,12 +108,19 @@ func Start(o Options) (_ *Lab, err error) {
 	if l.Inet, err = l.lab.NewNS("inet"); err != nil {
 		return nil, err
 	}
+	// IPv6 everywhere but in the router's namespace, whose interfaces
+	// belong to pppfwd; no duplicate address detection (its delay only).
 	for _, ns := range []*nettest.NS{l.LAN, l.Router, l.ISP, l.Inet} {
-		if err = ns.Sysctl("net.ipv6.conf.all.disable_ipv6", "1"); err != nil {
-			return nil, err
+		off := map[bool]string{true: "1", false: "0"}[ns == l.Router]
+		for _, k := range []string{"all.disable_ipv6", "default.disable_ipv6"} {
+			if err = ns.Sysctl("net.ipv6.conf."+k, off); err != nil {
+				return nil, err
+			}
 		}
-		if err = ns.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"); err != nil {
-			return nil, err
+		for _, k := range []string{"all.accept_dad", "default.accept_dad"} {
+			if err = ns.Sysctl("net.ipv6.conf."+k, "0"); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err = l.lab.Veth("lan0", l.LAN, "rlan", l.Router, o.Workers); err != nil {
@@ -138,6 +146,9 @@ func Start(o Options) (_ *Lab, err error) {
 	if err = l.setupInternet(); err != nil {
 		return nil, err
 	}
+	if err = l.setupIPv6(); err != nil {
+		return nil, err
+	}
 	if err = l.LAN.AddRoute("default", LANPrefix.Addr()); err != nil {
 		return nil, err
 	}
@@ -157,11 +168,11 @@ func Start(o Options) (_ *Lab, err error) {
 	l.AC = pppoe.NewServer(pppoe.ServerConfig{ACName: "pppfwd-lab", Auth: auth,
 		Users:     map[string]string{"lab": "secret"},
 		LocalAddr: u32(ACAddr), PoolFirst: u32(PoolFirst), PoolLast: u32(PoolLast),
-		DNS: [2]uint32{u32(DNSAddr)}, Deliver: l.toUpstream}, acConn)
+		DNS: [2]uint32{u32(DNSAddr)}, IPv6: true, Deliver: l.toUpstream}, acConn)
 
 	// The router: pppfwd on afpacket/afxdp ports opened inside its namespace.
 	cfg := &router.Config{Backend: o.Backend, Workers: o.Workers, LANInterface: "rlan", WANInterface: "rwan",
-		LANAddr: LANPrefix, PortLo: 1024, PortHi: 65535, StatsInterval: 0}
+		LANAddr: LANPrefix, PortLo: 1024, PortHi: 65535, StatsInterval: 0, PD: true}
 	cfg.PPPoE = pppoe.ClientConfig{Username: "lab", Password: "secret", PADOWait: -1, EchoInterval: time.Second}
 	if o.ShapeDown != "" {
 		if err = parseShape(cfg, o.ShapeDown); err != nil {
@@ -222,8 +233,10 @@ func (l *Lab) Close() error {
 			l.cancel()
 			l.wg.Wait()
 		}
-		if l.echo != nil {
-			l.echo.Close()
+		for _, c := range []*net.UDPConn{l.echo, l.echo6} {
+			if c != nil {
+				c.Close()
+			}
 		}
 		if l.up != nil {
 			l.up.Close()

@@ -84,6 +84,26 @@ func TestIntegrationLab(t *testing.T) {
 			if got, err := l.UDPEchoLarge(10, 3000); err != nil || got != 10 {
 				t.Fatalf("fragmented UDP echo: %d of 10 came back (%v); counters %+v", got, err, l.R.Engine().Totals())
 			}
+			// IPv6, routed: the ISP delegates a prefix over the session
+			// (DHCPv6-PD), the router advertises a /64 of it, the LAN host
+			// numbers itself (SLAAC) and reaches the Internet host.
+			a6, err := l.WaitAddr6(15 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, ok := l.Delegated(); !ok || !d.Contains(a6) {
+				t.Fatalf("LAN host address %s, delegated %v %v", a6, d, ok)
+			}
+			out, err = l.Ping6(Remote6Addr.String(), 5)
+			if err != nil || !strings.Contains(out, " 0% packet loss") {
+				t.Fatalf("ping6 through PPPoE: %v\n%s\ncounters %+v", err, out, l.R.Engine().Totals())
+			}
+			if got, err := l.UDPEcho6(16, 10); err != nil || got != 160 {
+				t.Fatalf("UDP echo over IPv6: %d of 160 came back (%v); counters %+v", got, err, l.R.Engine().Totals())
+			}
+			if c := l.R.Engine().Totals(); c.IPv6Up < 160 || c.IPv6Down < 160 {
+				t.Fatalf("IPv6 counters up %d down %d", c.IPv6Up, c.IPv6Down)
+			}
 			if len(l.AC.Sessions()) != 1 {
 				t.Fatalf("AC sessions %+v", l.AC.Sessions())
 			}

@@ -20,6 +20,10 @@ func (l *Lab) Ping(dst string, count int) (string, error) {
 // datagrams to the Internet host's echo service (203.0.113.7:7) (one at a time, waiting up to
 // 2 s for each echo), and returns how many echoes came back intact.
 func (l *Lab) UDPEcho(flows, per int) (got int, err error) {
+	return l.udpEcho("udp4", netip.AddrPortFrom(RemoteAddr, 7), flows, per)
+}
+
+func (l *Lab) udpEcho(network string, to netip.AddrPort, flows, per int) (got int, err error) {
 	conns := make([]net.Conn, 0, flows)
 	defer func() {
 		for _, c := range conns {
@@ -30,7 +34,7 @@ func (l *Lab) UDPEcho(flows, per int) (got int, err error) {
 	// goroutines using them may run on any thread.
 	err = l.LAN.Do(func() error {
 		for i := 0; i < flows; i++ {
-			c, err := net.Dial("udp4", netip.AddrPortFrom(RemoteAddr, 7).String())
+			c, err := net.Dial(network, to.String())
 			if err != nil {
 				return err
 			}

@@ -97,7 +97,8 @@ func udpEchoServer(c *net.UDPConn) {
 
 // toUpstream is the AC's Deliver hook: a copy of the subscriber's packet
 // goes to the forwarding goroutine, which owns the TAP.
-func (l *Lab) toUpstream(_ pppoe.SessionInfo, ip []byte) {
+func (l *Lab) toUpstream(s pppoe.SessionInfo, ip []byte) {
+	l.v6.session.Store(uint32(s.ID))
 	select {
 	case l.upstream <- append([]byte(nil), ip...):
 	default:
@@ -116,16 +117,11 @@ func (l *Lab) forwardUpstream(ctx context.Context) {
 		for more := true; more; {
 			select {
 			case ip := <-l.upstream:
-				f := out[0]
-				f.Reset()
-				b := f.Extend(hdr.EthernetLen + len(ip))
-				if b == nil {
-					continue
+				if len(ip) > 0 && ip[0]>>4 == 6 {
+					l.upstream6(ip, out)
+				} else {
+					l.toTAP(out, hdr.EtherTypeIPv4, ip)
 				}
-				hdr.Ethernet(b).SetAddrs(l.upMAC, acMAC)
-				hdr.Ethernet(b).SetType(hdr.EtherTypeIPv4)
-				copy(b[hdr.EthernetLen:], ip)
-				_, _ = l.up.Send(0, out)
 				busy = true
 			default:
 				more = false
@@ -150,12 +146,28 @@ func (l *Lab) forwardUpstream(ctx context.Context) {
 	}
 }
 
+// toTAP sends ip into the ISP's kernel as an Ethernet frame from the AC.
+func (l *Lab) toTAP(out []*nic.Frame, et uint16, ip []byte) {
+	f := out[0]
+	f.Reset()
+	b := f.Extend(hdr.EthernetLen + len(ip))
+	if b == nil {
+		return
+	}
+	hdr.Ethernet(b).SetAddrs(l.upMAC, acMAC)
+	hdr.Ethernet(b).SetType(et)
+	copy(b[hdr.EthernetLen:], ip)
+	_, _ = l.up.Send(0, out)
+}
+
 func (l *Lab) fromKernel(b []byte) {
 	if len(b) < hdr.EthernetLen {
 		return
 	}
 	eth := hdr.Ethernet(b)
 	switch eth.Type() {
+	case hdr.EtherTypeIPv6:
+		l.fromKernel6(b)
 	case hdr.EtherTypeIPv4:
 		if [6]byte(eth.Dst()) == acMAC {
 			_ = l.AC.SendIPv4(b[hdr.EthernetLen:])

@@ -31,6 +31,16 @@ type Config struct {
 	LANAddr      netip.Prefix `key:"lan.address"` // the router's LAN address and prefix
 	WANInterface string       `key:"wan.interface"`
 
+	// IPv6 (routed, no NAT): a static LAN /64, or a prefix the ISP
+	// delegates over the session (DHCPv6-PD) of which the LAN takes /64
+	// number LAN6Subnet. Either turns IPv6CP on. LAN6DNS is advertised
+	// (RDNSS) besides the DNS servers DHCPv6 brings.
+	LAN6Prefix netip.Prefix `key:"lan.ipv6_prefix"`
+	LAN6Subnet int          `key:"lan.ipv6_subnet"`
+	LAN6DNS    []netip.Addr `key:"lan.ipv6_dns"`
+	PD         bool         `key:"pppoe.dhcpv6_pd"`
+	PDHint     int          `key:"pppoe.dhcpv6_pd"` // prefix length asked for (0: none)
+
 	PPPoE pppoe.ClientConfig `key:"pppoe.* or wan.vlan*"` // user, password, service, AC, VLAN, MTU, state, echo
 
 	Up   shaper.Spec `key:"shaper.up"` // Rate 0: that direction is not shaped
@@ -115,6 +125,35 @@ func (c *Config) set(key, val string) error {
 		}
 	case "wan.interface":
 		c.WANInterface = val
+	case "lan.ipv6_prefix":
+		c.LAN6Prefix, err = netip.ParsePrefix(val)
+		if err == nil && (!c.LAN6Prefix.Addr().Is6() || c.LAN6Prefix.Addr().Is4In6() || c.LAN6Prefix.Bits() != 64) {
+			err = fmt.Errorf("%q: want an IPv6 /64 (hosts number themselves in it by SLAAC)", val)
+		}
+		c.LAN6Prefix = c.LAN6Prefix.Masked()
+	case "lan.ipv6_subnet":
+		c.LAN6Subnet, err = atoiRange(val, 0, 65535)
+	case "lan.ipv6_dns":
+		for _, f := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' }) {
+			a, perr := netip.ParseAddr(f)
+			if perr != nil || !a.Is6() || a.Is4In6() {
+				return fmt.Errorf("%q: want IPv6 addresses", f)
+			}
+			c.LAN6DNS = append(c.LAN6DNS, a)
+		}
+	case "pppoe.dhcpv6_pd":
+		switch val {
+		case "off", "no":
+			c.PD = false
+		case "on", "yes":
+			c.PD = true
+		default:
+			c.PD = true
+			c.PDHint, err = atoiRange(strings.TrimPrefix(val, "/"), 32, 64)
+			if err != nil {
+				err = fmt.Errorf("%q: want on, off or the prefix length to ask for (e.g. 56)", val)
+			}
+		}
 	case "wan.vlan":
 		var v int
 		v, err = atoiRange(val, 0, 4094)
@@ -255,6 +294,15 @@ func (c *Config) Validate() error {
 	case int(c.PortHi)-int(c.PortLo) < c.Workers:
 		return fmt.Errorf("nat.ports: range smaller than the worker count")
 	}
+	if c.PD && c.LAN6Prefix.IsValid() {
+		return fmt.Errorf("lan.ipv6_prefix and pppoe.dhcpv6_pd: choose one")
+	}
+	if c.LAN6Subnet != 0 && !c.PD {
+		return fmt.Errorf("lan.ipv6_subnet needs pppoe.dhcpv6_pd")
+	}
+	if c.PDHint != 0 && c.LAN6Subnet >= 1<<(64-c.PDHint) {
+		return fmt.Errorf("lan.ipv6_subnet %d does not fit a /%d", c.LAN6Subnet, c.PDHint)
+	}
 	for _, f := range c.NAT.Forwards {
 		if !c.contains(f.LANAddr) {
 			return fmt.Errorf("nat.forward to %s: not in lan.address's prefix", addrString(f.LANAddr))
@@ -267,6 +315,9 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// IPv6 reports whether IPv6 is on (a static prefix or DHCPv6-PD).
+func (c *Config) IPv6() bool { return c.PD || c.LAN6Prefix.IsValid() }
 
 // RouterAddr returns the LAN address as a uint32.
 func (c *Config) RouterAddr() uint32 {

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -83,4 +84,57 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted config fails Validate: %v", err)
 		}
 	})
+}
+
+func TestConfigIPv6(t *testing.T) {
+	base := "lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n"
+	for _, c := range []struct{ text, want string }{
+		{base + "lan.ipv6_prefix 2001:db8::/48\n", "want an IPv6 /64"},
+		{base + "lan.ipv6_prefix 10.0.0.0/8\n", "want an IPv6 /64"},
+		{base + "lan.ipv6_prefix 2001:db8::/64\npppoe.dhcpv6_pd on\n", "choose one"},
+		{base + "lan.ipv6_subnet 3\n", "needs pppoe.dhcpv6_pd"},
+		{base + "pppoe.dhcpv6_pd 60\nlan.ipv6_subnet 16\n", "does not fit a /60"},
+		{base + "pppoe.dhcpv6_pd 70\n", "want on, off or the prefix length"},
+		{base + "lan.ipv6_dns 192.0.2.1\n", "want IPv6 addresses"},
+	} {
+		if _, err := ParseConfig(strings.NewReader(c.text)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.text, err, c.want)
+		}
+	}
+	c, err := ParseConfig(strings.NewReader(base + "lan.ipv6_prefix 2001:db8:0:5::77/64\nlan.ipv6_dns 2001:db8::53, 2001:db8::54\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.IPv6() || c.PD || c.LAN6Prefix.String() != "2001:db8:0:5::/64" || len(c.dns6()) != 2 || c.dns6()[1][15] != 0x54 {
+		t.Fatalf("static: %+v", c)
+	}
+	c, err = ParseConfig(strings.NewReader(base + "pppoe.dhcpv6_pd /56\nlan.ipv6_subnet 255\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.IPv6() || !c.PD || c.PDHint != 56 || c.LAN6Subnet != 255 {
+		t.Fatalf("pd: %+v", c)
+	}
+	if c, _ := ParseConfig(strings.NewReader(base)); c.IPv6() {
+		t.Fatal("IPv6 on by default")
+	}
+}
+
+// TestLANSubnet: the LAN's /64 is number n of the delegated prefix.
+func TestLANSubnet(t *testing.T) {
+	p := netip.MustParseAddr("2001:db8:aa00::").As16()
+	for _, c := range []struct {
+		bits, n int
+		want    string
+	}{{56, 0, "2001:db8:aa00::"}, {56, 255, "2001:db8:aa00:ff::"}, {48, 0x1234, "2001:db8:aa00:1234::"}, {64, 0, "2001:db8:aa00::"}} {
+		a, err := lanSubnet(p, c.bits, c.n)
+		if err != nil || netip.AddrFrom16(a).String() != c.want {
+			t.Errorf("/%d #%d: %s %v, want %s", c.bits, c.n, netip.AddrFrom16(a), err, c.want)
+		}
+	}
+	for _, c := range []struct{ bits, n int }{{56, 256}, {64, 1}, {65, 0}} {
+		if _, err := lanSubnet(p, c.bits, c.n); err == nil {
+			t.Errorf("/%d #%d accepted", c.bits, c.n)
+		}
+	}
 }

@@ -35,6 +35,7 @@ type Router struct {
 	ctl      *dataplane.Control
 	cli      *pppoe.Client
 	hooks    *hooks // nil without session hooks
+	pd       *pd    // nil without pppoe.dhcpv6_pd
 	reloadMu sync.Mutex
 	logf     func(format string, args ...any)
 }
@@ -59,7 +60,11 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		if r.lanMAC, err = ifaceMAC(cfg.LANInterface); err != nil {
 			return nil, err
 		}
-		if r.lan, err = openPort(cfg, cfg.LANInterface, []uint16{hdr.EtherTypeIPv4, hdr.EtherTypeARP}); err != nil {
+		et := []uint16{hdr.EtherTypeIPv4, hdr.EtherTypeARP}
+		if cfg.IPv6() {
+			et = append(et, hdr.EtherTypeIPv6)
+		}
+		if r.lan, err = openPort(cfg, cfg.LANInterface, et); err != nil {
 			return nil, fmt.Errorf("LAN %s: %w", cfg.LANInterface, err)
 		}
 	}
@@ -101,8 +106,22 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		r.Close()
 		return nil, err
 	}
-	r.ctl = dataplane.NewControl(r.e, dataplane.ControlConfig{WANMAC: r.wanMAC, Host: r.host})
+	cc := dataplane.ControlConfig{WANMAC: r.wanMAC, Host: r.host, RA: dataplane.RAConfig{DNS: cfg.dns6()}}
+	if cfg.PD {
+		r.pd = newPD(r)
+		cc.WAN6 = r.pd.input
+	}
+	r.ctl = dataplane.NewControl(r.e, cc)
+	if cfg.LAN6Prefix.IsValid() {
+		l6, err := dataplane.NewLAN6(cfg.LAN6Prefix.Addr().As16(), cfg.LAN6Prefix.Bits(), r.lanMAC)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("lan.ipv6_prefix: %w", err)
+		}
+		r.e.SetLAN6(l6)
+	}
 	pc := cfg.PPPoE
+	pc.IPv6 = pc.IPv6 || cfg.IPv6()
 	pc.Logf = logf
 	r.cli = pppoe.NewClient(pc, r.ctl.WANConn(), r.publish)
 	r.hooks = newHooks(cfg, logf)
@@ -124,6 +143,9 @@ func (r *Router) publish(s *pppoe.Session) {
 		r.logf("pppfwd: session %d up: %s peer %s mtu %d", s.ID, addrString(s.LocalAddr), addrString(s.PeerAddr), s.MTU)
 	}
 	r.e.SetSession(s)
+	if r.pd != nil {
+		r.pd.session(s != nil && s.IPv6)
+	}
 	r.hooks.publish(s)
 }
 
@@ -144,6 +166,10 @@ func (r *Router) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = r.ctl.Run(ctlCtx) }()
+	if r.pd != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.pd.run(ctlCtx) }()
+	}
 	if r.cfg.StatsInterval > 0 || r.cfg.StatsFile != "" {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.statsLoop(ctlCtx) }()
@@ -279,6 +305,8 @@ type Stats struct {
 	Control       dataplane.ControlStats `json:"control"`
 	ShaperUpBps   uint64                 `json:"shaper_up_bps"`
 	ShaperDownBps uint64                 `json:"shaper_down_bps"`
+	LAN6          string                 `json:"lan6_prefix,omitempty"` // the LAN's IPv6 prefix, while there is one
+	PD            *PDStats               `json:"dhcpv6_pd,omitempty"`
 }
 
 // StatsCounters are the dataplane's totals over all workers.
@@ -294,6 +322,8 @@ type StatsCounters struct {
 	Unresolved    uint64 `json:"unresolved"`
 	Fragments     uint64 `json:"fragments_made"`
 	NoBufferPolls uint64 `json:"no_buffer_polls"`
+	IPv6Up        uint64 `json:"ipv6_up"`
+	IPv6Down      uint64 `json:"ipv6_down"`
 	Drops         uint64 `json:"drops"`
 }
 
@@ -306,8 +336,15 @@ func (r *Router) Stats() Stats {
 		SessionsUp: st.Counters.SessionsUp, Drops: c.DropMap(), Control: r.ctl.Stats(),
 		Counters: StatsCounters{RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
 			Exception: c.Exception, ICMPSent: c.ICMPSent, Clamped: c.Clamped, Redirected: c.Redirected,
-			Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls, Drops: c.TotalDrops()},
+			Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls,
+			IPv6Up: c.IPv6Up, IPv6Down: c.IPv6Down, Drops: c.TotalDrops()},
 		ShaperUpBps: up, ShaperDownBps: down}
+	if l6 := r.e.LAN6(); l6 != nil {
+		s.LAN6 = addr6String(l6.Prefix) + "/64"
+	}
+	if r.pd != nil {
+		s.PD = r.pd.stats()
+	}
 	if st.State == pppoe.StateUp {
 		s.SessionID, s.MTU, s.UpSince = st.SessionID, st.MTU, st.UpSince
 		s.Local, s.Peer = addrString(st.LocalAddr), addrString(st.PeerAddr)

@@ -1,0 +1,209 @@
+package router
+
+import (
+	"context"
+	"encoding/binary"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/pppoe/dhcp6"
+)
+
+// Lifetimes advertised for a delegated prefix are capped as RFC 9096
+// recommends (ND_PREFERRED_LIMIT, ND_VALID_LIMIT), so that hosts drop a
+// prefix the ISP renumbered away within an hour and a half.
+const (
+	pdPreferredLimit = 2700 * time.Second
+	pdValidLimit     = 5400 * time.Second
+)
+
+// pd runs the DHCPv6 prefix-delegation client over the session: it asks
+// when IPv6CP opens, renews on its own timers, and gives the LAN /64
+// number Config.LAN6Subnet of what the ISP delegates. One goroutine owns
+// the client; the control plane hands it packets through input.
+type pd struct {
+	r     *Router
+	cliMu sync.Mutex // held around every call into cli (onLease runs inside)
+	cli   *dhcp6.Client
+	in    chan []byte
+	wake  chan struct{}
+
+	mu     sync.Mutex
+	up     bool // the session carries IPv6 (latest)
+	lease  dhcp6.Lease
+	have   bool
+	lanErr string
+	buf    []byte
+}
+
+// PDStats describe the delegation.
+type PDStats struct {
+	Delegated string            `json:"delegated,omitempty"` // prefix/len
+	LAN       string            `json:"lan,omitempty"`       // the LAN's /64 of it
+	ValidLeft float64           `json:"valid_left_s,omitempty"`
+	Error     string            `json:"error,omitempty"`
+	Client    dhcp6.ClientStats `json:"client"`
+}
+
+func newPD(r *Router) *pd {
+	p := &pd{r: r, in: make(chan []byte, 16), wake: make(chan struct{}, 1)}
+	p.cli = dhcp6.NewClient(dhcp6.ClientConfig{MAC: r.wanMAC, PrefixLen: r.cfg.PDHint, Send: p.send, OnLease: p.onLease,
+		Logf: func(format string, args ...any) { r.logf("pppfwd: "+format, args...) }})
+	return p
+}
+
+// input takes an IPv6 packet for the router from the session (the
+// control plane's WAN6 hook, on its slow-path pool): DHCPv6 to the client
+// port is queued for the client, anything else is left.
+func (p *pd) input(ip []byte) {
+	_, _, sport, dport, payload, ok := dhcp6.DecodeUDP6(ip)
+	if !ok || sport != dhcp6.ServerPort || dport != dhcp6.ClientPort {
+		return
+	}
+	select {
+	case p.in <- append([]byte(nil), payload...):
+	default: // a flood: the client's retransmissions recover
+	}
+}
+
+// session records whether the session carries IPv6 (publish calls it).
+func (p *pd) session(up bool) {
+	p.mu.Lock()
+	p.up = up
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// send frames a DHCPv6 message from the session's link-local address to
+// All_DHCP_Relay_Agents_and_Servers and sends it (lost while the session
+// is down: the client retransmits).
+func (p *pd) send(msg []byte) {
+	s := p.r.e.Session()
+	if s == nil || !s.IPv6 {
+		return
+	}
+	src := dataplane.WANLinkLocal(s.LocalIfID)
+	p.buf = dhcp6.EncodeUDP6(p.buf[:0], &src, &dhcp6.AllDHCPRelayAgentsAndServers, 1, dhcp6.ClientPort, dhcp6.ServerPort, msg)
+	if err := p.r.ctl.SendWAN6(p.buf); err != nil {
+		p.r.logf("pppfwd: dhcpv6: %v", err)
+	}
+}
+
+// onLease publishes the LAN prefix a lease gives (or withdraws it).
+func (p *pd) onLease(l dhcp6.Lease) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lease, p.have, p.lanErr = l, l.Valid > 0, ""
+	if l.Valid <= 0 {
+		p.r.logf("pppfwd: dhcpv6: delegated prefix lost; IPv6 off on the LAN")
+		p.r.e.SetLAN6(nil)
+		return
+	}
+	lan, err := lanSubnet(l.Prefix, l.Bits, p.r.cfg.LAN6Subnet)
+	var l6 *dataplane.LAN6
+	if err == nil {
+		l6, err = dataplane.NewLAN6(lan, 64, p.r.lanMAC)
+	}
+	if err != nil {
+		p.lanErr = err.Error()
+		p.r.logf("pppfwd: dhcpv6: %s/%d: %v", addr6String(l.Prefix), l.Bits, err)
+		p.r.e.SetLAN6(nil)
+		return
+	}
+	p.r.logf("pppfwd: dhcpv6: delegated %s/%d, LAN %s/64", addr6String(l.Prefix), l.Bits, addr6String(lan))
+	p.r.ctl.SetRA(dataplane.RAConfig{Valid: min(l.Valid, pdValidLimit), Preferred: min(l.Preferred, pdPreferredLimit),
+		DNS: append(p.r.cfg.dns6(), l.DNS...)})
+	p.r.e.SetLAN6(l6)
+}
+
+// lanSubnet returns /64 number n of prefix/bits.
+func lanSubnet(prefix hdr.Addr6, bits, n int) (hdr.Addr6, error) {
+	if bits > 64 {
+		return hdr.Addr6{}, errString("a delegated prefix longer than /64 leaves no /64 for the LAN")
+	}
+	if n >= 1<<(64-bits) {
+		return hdr.Addr6{}, errString("lan.ipv6_subnet does not fit the delegated prefix")
+	}
+	hi := binary.BigEndian.Uint64(prefix[:8]) | uint64(n)
+	var a hdr.Addr6
+	binary.BigEndian.PutUint64(a[:8], hi)
+	return a, nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// run drives the client until ctx is done. The lease is not released at
+// shutdown: ISPs hand the same prefix back to the same DUID, and hosts
+// keep their addresses across a restart.
+func (p *pd) run(ctx context.Context) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	wasUp := false
+	for {
+		p.mu.Lock()
+		up := p.up
+		p.mu.Unlock()
+		now := time.Now()
+		p.cliMu.Lock()
+		if up && !wasUp {
+			p.cli.Start(now) // a new session: ask (again), hinting a lease held
+		}
+		wasUp = up
+		if next := p.cli.Next(); !next.IsZero() && !now.Before(next) {
+			p.cli.Tick(now)
+		}
+		wait := time.Hour
+		if next := p.cli.Next(); !next.IsZero() {
+			wait = max(time.Until(next), time.Millisecond)
+		}
+		p.cliMu.Unlock()
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case msg := <-p.in:
+			p.cliMu.Lock()
+			p.cli.Input(msg, time.Now())
+			p.cliMu.Unlock()
+		case <-p.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// stats returns the delegation's figures.
+func (p *pd) stats() *PDStats {
+	p.cliMu.Lock()
+	cs := p.cli.Stats()
+	p.cliMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := &PDStats{Client: cs, Error: p.lanErr}
+	if p.have {
+		s.Delegated = netip.PrefixFrom(netip.AddrFrom16(p.lease.Prefix), p.lease.Bits).String()
+		s.ValidLeft = time.Until(p.lease.Obtained.Add(p.lease.Valid)).Seconds()
+		if l6 := p.r.e.LAN6(); l6 != nil {
+			s.LAN = netip.PrefixFrom(netip.AddrFrom16(l6.Prefix), l6.Bits).String()
+		}
+	}
+	return s
+}
+
+func addr6String(a hdr.Addr6) string { return netip.AddrFrom16(a).String() }
+
+// dns6 returns lan.ipv6_dns as addresses.
+func (c *Config) dns6() []hdr.Addr6 {
+	out := make([]hdr.Addr6, 0, len(c.LAN6DNS))
+	for _, a := range c.LAN6DNS {
+		out = append(out, a.As16())
+	}
+	return out
+}
