@@ -33,6 +33,12 @@ type Config struct {
 
 	NoMSSClamp bool // TCP MSS clamping to the PPPoE MTU is on by default
 
+	// IPv6 firewall (fw6.go): on unless NoFirewall6; Allow6 opens inbound
+	// ports; Firewall6Capacity is each worker's flow slots (65536).
+	NoFirewall6       bool
+	Allow6            []Allow6
+	Firewall6Capacity int
+
 	// Up and Down shape LAN->WAN and WAN->LAN with FQ-CoDel at their
 	// rates, shared by all workers; Rate 0 disables that direction's shaper.
 	Up, Down shaper.Spec
@@ -96,6 +102,9 @@ func (c *Config) setDefaults() error {
 	}
 	if int(c.PortHi)-int(c.PortLo) < c.Workers {
 		return errors.New("dataplane: port range smaller than the worker count")
+	}
+	if c.Firewall6Capacity <= 0 {
+		c.Firewall6Capacity = 65536
 	}
 	if c.ICMPRate == 0 {
 		c.ICMPRate = 1000

@@ -170,6 +170,13 @@ func TestControl6NeighborDiscovery(t *testing.T) {
 	// A quiet host: the reply from the Internet waits for its NA.
 	quiet := netip.MustParseAddr("2001:db8:0:1::77").As16()
 	quietMAC := [6]byte{0x02, 0, 0, 0, 0, 0x77}
+	// (It opened the flow a while ago: the firewall lets the reply in.)
+	r.lan.Inject(0, lanFrame6(t, pkt6{src: quiet, dst: remote6IP, sport: 5000, dport: 443, proto: layers.IPProtocolUDP}))
+	waitFor(t, "the quiet host's uplink", 5*time.Second, func() bool {
+		n := 0
+		r.wan.Drain(0, func([]byte) { n++ })
+		return n > 0
+	})
 	for i := 0; i < 2; i++ {
 		r.wan.Inject(0, wanFrame6(t, pkt6{src: remote6IP, dst: quiet, sport: 443, dport: 5000, proto: layers.IPProtocolUDP, payload: 10 + i}))
 	}

@@ -30,6 +30,7 @@ const (
 	DropNoBuffer                   // frame pool empty when a frame had to be made (fragmenting)
 	DropHeadroom                   // not enough headroom to encapsulate
 	DropBadIPv6                    // IPv6 version or payload length wrong
+	DropFirewall                   // IPv6 from the session that no LAN host asked for (fw6.go)
 	numReasons
 )
 
@@ -38,7 +39,7 @@ var reasonNames = [numReasons]string{
 	"fragment", "martian", "ttl_exceeded", "no_session", "too_big", "nat",
 	"nat_reject", "bad_pppoe", "wrong_session", "not_for_us",
 	"unsupported", "shaper", "tx_full", "ring_full", "exception_full",
-	"no_buffer", "headroom", "bad_ipv6",
+	"no_buffer", "headroom", "bad_ipv6", "firewall",
 }
 
 // String returns the reason's stable name (used in JSON).

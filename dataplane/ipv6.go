@@ -196,6 +196,16 @@ func (w *Worker) fromLAN6(f *nic.Frame) {
 		w.icmp6ToLAN(f, hdr.ICMP6PacketTooBig, 0, uint32(mtu))
 		return
 	}
+	// The flow's owner keeps its firewall state: hand the packet over
+	// once if that is another worker.
+	if !w.cfg.NoFirewall6 {
+		if o := flowOwner6(ip, true, w.cfg.Workers); o != w.id && f.Aux&auxRedirected == 0 {
+			w.redirect(f, o, false)
+			return
+		}
+		k, ttl := fw6Flow(ip, true)
+		w.fw6.touch(&k, w.now, ttl)
+	}
 	w.forwardIP6(ip, mtu)
 	f.Pull(hdr.EthernetLen)
 	w.c.IPv6Up++
@@ -228,6 +238,10 @@ func (w *Worker) inbound6(f *nic.Frame) {
 	// prefix has nowhere to go (and must not loop back upstream).
 	if !l6.Contains(dst) {
 		w.drop(f, DropNotForUs)
+		return
+	}
+	if !w.fw6Inbound(ip) {
+		w.drop(f, DropFirewall)
 		return
 	}
 	if ip.HopLimit() <= 1 {
@@ -389,10 +403,11 @@ func host6(a *hdr.Addr6) uint32 {
 }
 
 // steer6 picks the worker for a PPPoE frame carrying IPv6 (ip is the
-// offset of its IPv6 header): by flow hash, so a flow stays on one worker.
+// offset of its IPv6 header): the flow's owner (flowOwner6), which also
+// handles its uplink packets.
 func steer6(b []byte, ip, workers int) int {
 	if workers == 1 || len(b) < ip+hdr.IPv6Len {
 		return 0
 	}
-	return int(uint64(flowHash6(hdr.IPv6(b[ip:]))) * uint64(workers) >> 32)
+	return flowOwner6(hdr.IPv6(b[ip:]), false, workers)
 }

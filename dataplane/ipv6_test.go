@@ -48,6 +48,11 @@ type pkt6 struct {
 	syn          bool
 	mss          uint16
 	tc           uint8
+	// ICMPv6: the type (echo request if 0), the echo id, or the whole
+	// message after the checksum (raw).
+	echoType uint8
+	echoID   uint16
+	raw      []byte
 }
 
 func (p pkt6) layers(t testing.TB) []gopacket.SerializableLayer {
@@ -70,9 +75,17 @@ func (p pkt6) layers(t testing.TB) []gopacket.SerializableLayer {
 		tc.SetNetworkLayerForChecksum(ip)
 		return []gopacket.SerializableLayer{ip, tc, pl}
 	case layers.IPProtocolICMPv6:
-		ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(hdr.ICMP6EchoRequest, 0)}
+		typ := p.echoType
+		if typ == 0 {
+			typ = hdr.ICMP6EchoRequest
+		}
+		ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, 0)}
 		ic.SetNetworkLayerForChecksum(ip)
-		return []gopacket.SerializableLayer{ip, ic, pl}
+		if p.raw != nil {
+			return []gopacket.SerializableLayer{ip, ic, gopacket.Payload(p.raw)}
+		}
+		echo := []byte{byte(p.echoID >> 8), byte(p.echoID), 0, 1}
+		return []gopacket.SerializableLayer{ip, ic, gopacket.Payload(append(echo, make([]byte, p.payload)...))}
 	}
 	t.Fatalf("proto %v", p.proto)
 	return nil
@@ -136,7 +149,14 @@ func TestIPv6ForwardBothWays(t *testing.T) {
 			t.Fatalf("MSS %d, want %d", mss, 1492-60)
 		}
 		// 64 flows down: every one reaches the host, whichever worker
-		// steering picked.
+		// steering picked (the host opened each first: the firewall).
+		for i := 0; i < 64; i++ {
+			r.lan.Inject(0, lanFrame6(t, pkt6{src: host6IP, dst: remote6IP, sport: uint16(6000 + i), dport: 443, proto: layers.IPProtocolUDP}))
+		}
+		r.step()
+		if n := len(r.drainWAN()); n != 64 {
+			t.Fatalf("%d of 64 uplink frames", n)
+		}
 		for i := 0; i < 64; i++ {
 			r.wan.Inject(0, wanFrame6(t, pkt6{src: remote6IP, dst: host6IP, sport: 443, dport: uint16(6000 + i), proto: layers.IPProtocolUDP, payload: 100}))
 		}
@@ -154,7 +174,7 @@ func TestIPv6ForwardBothWays(t *testing.T) {
 				t.Fatalf("downlink %v", p)
 			}
 		}
-		if c := r.e.Totals(); c.IPv6Up != 1 || c.IPv6Down != 64 || c.TotalDrops() != 0 {
+		if c := r.e.Totals(); c.IPv6Up != 65 || c.IPv6Down != 64 || c.TotalDrops() != 0 {
 			t.Fatalf("%d workers: counters %+v", workers, c)
 		}
 		if workers == 2 {
@@ -182,21 +202,35 @@ func TestIPv6Exceptions(t *testing.T) {
 		drop    Reason // or numReasons: none
 		exc     bool   // to the control plane
 		icmp    uint8  // ICMPv6 error type sent back (0: none)
+		open    bool   // the LAN host opened the flow first
 	}{
-		{"martian source", true, pkt6{src: other, dst: remote6IP, proto: layers.IPProtocolUDP}, DropMartian, false, 0},
-		{"link-local source off-link", true, pkt6{src: llHost, dst: remote6IP, proto: layers.IPProtocolUDP}, DropMartian, false, 0},
-		{"to the router", true, pkt6{src: host6IP, dst: netip.MustParseAddr("2001:db8:0:1::1").As16(), proto: layers.IPProtocolICMPv6}, numReasons, true, 0},
-		{"link-local", true, pkt6{src: llHost, dst: netip.MustParseAddr("fe80::1").As16(), proto: layers.IPProtocolICMPv6}, numReasons, true, 0},
-		{"hop limit 1", true, pkt6{src: host6IP, dst: remote6IP, proto: layers.IPProtocolUDP, hop: 1}, DropTTLExceeded, false, hdr.ICMP6TimeExceeded},
-		{"too big", true, pkt6{src: host6IP, dst: remote6IP, proto: layers.IPProtocolUDP, payload: 1492 - 48 + 1}, DropTooBig, false, hdr.ICMP6PacketTooBig},
-		{"just fits", true, pkt6{src: host6IP, dst: remote6IP, proto: layers.IPProtocolUDP, payload: 1492 - 48}, numReasons, false, 0},
-		{"down: outside the LAN prefix", false, pkt6{src: remote6IP, dst: other, proto: layers.IPProtocolUDP}, DropNotForUs, false, 0},
-		{"down: hop limit 1", false, pkt6{src: remote6IP, dst: host6IP, proto: layers.IPProtocolUDP, hop: 1}, DropTTLExceeded, false, hdr.ICMP6TimeExceeded},
-		{"down: multicast", false, pkt6{src: netip.MustParseAddr("fe80::1").As16(), dst: allNodes, proto: layers.IPProtocolICMPv6}, numReasons, true, 0},
+		{"martian source", true, pkt6{src: other, dst: remote6IP, proto: layers.IPProtocolUDP}, DropMartian, false, 0, false},
+		{"link-local source off-link", true, pkt6{src: llHost, dst: remote6IP, proto: layers.IPProtocolUDP}, DropMartian, false, 0, false},
+		{"to the router", true, pkt6{src: host6IP, dst: netip.MustParseAddr("2001:db8:0:1::1").As16(), proto: layers.IPProtocolICMPv6}, numReasons, true, 0, false},
+		{"link-local", true, pkt6{src: llHost, dst: netip.MustParseAddr("fe80::1").As16(), proto: layers.IPProtocolICMPv6}, numReasons, true, 0, false},
+		{"hop limit 1", true, pkt6{src: host6IP, dst: remote6IP, proto: layers.IPProtocolUDP, hop: 1}, DropTTLExceeded, false, hdr.ICMP6TimeExceeded, false},
+		{"too big", true, pkt6{src: host6IP, dst: remote6IP, proto: layers.IPProtocolUDP, payload: 1492 - 48 + 1}, DropTooBig, false, hdr.ICMP6PacketTooBig, false},
+		{"just fits", true, pkt6{src: host6IP, dst: remote6IP, proto: layers.IPProtocolUDP, payload: 1492 - 48}, numReasons, false, 0, false},
+		{"down: outside the LAN prefix", false, pkt6{src: remote6IP, dst: other, proto: layers.IPProtocolUDP}, DropNotForUs, false, 0, false},
+		{"down: hop limit 1", false, pkt6{src: remote6IP, dst: host6IP, proto: layers.IPProtocolUDP, hop: 1}, DropTTLExceeded, false, hdr.ICMP6TimeExceeded, true},
+		{"down: unsolicited", false, pkt6{src: remote6IP, dst: host6IP, sport: 53, dport: 9999, proto: layers.IPProtocolUDP}, DropFirewall, false, 0, false},
+		{"down: multicast", false, pkt6{src: netip.MustParseAddr("fe80::1").As16(), dst: allNodes, proto: layers.IPProtocolICMPv6}, numReasons, true, 0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := rig6(t, 1, nil)
+			if c.open {
+				p := c.p
+				p.src, p.dst, p.sport, p.dport, p.hop = c.p.dst, c.p.src, c.p.dport, c.p.sport, 0
+				r.lan.Inject(0, lanFrame6(t, p))
+				r.step()
+				if len(r.drainWAN()) != 1 {
+					t.Fatal("the opening packet did not go up")
+				}
+				// Count only the case itself.
+				r.e.workers[0].c = Counters{}
+				r.e.workers[0].pub.publish(&r.e.workers[0].c)
+			}
 			if c.fromLAN {
 				r.lan.Inject(0, lanFrame6(t, c.p))
 			} else {
@@ -288,6 +322,9 @@ func TestIPv6Off(t *testing.T) {
 func TestIPv6UnresolvedToControl(t *testing.T) {
 	r := rig6(t, 1, nil)
 	quiet := netip.MustParseAddr("2001:db8:0:1::99").As16()
+	r.lan.Inject(0, lanFrame6(t, pkt6{src: quiet, dst: remote6IP, proto: layers.IPProtocolUDP}))
+	r.step()
+	r.drainWAN()
 	r.wan.Inject(0, wanFrame6(t, pkt6{src: remote6IP, dst: quiet, proto: layers.IPProtocolUDP, payload: 10}))
 	r.step()
 	var got [][]byte
@@ -376,6 +413,13 @@ func TestIPv6ZeroAlloc(t *testing.T) {
 		up[i%2] = append(up[i%2], lanFrame6(t, pkt6{src: h, dst: remote6IP, sport: uint16(1000 + i), dport: 443, proto: layers.IPProtocolUDP, payload: 20}))
 		down = append(down, wanFrame6(t, pkt6{src: remote6IP, dst: h, sport: 443, dport: uint16(1000 + i), proto: layers.IPProtocolUDP, payload: 20}))
 	}
+	for q := 0; q < 2; q++ { // the hosts open their flows (the firewall)
+		for _, b := range up[q] {
+			r.lan.Inject(q, b)
+		}
+	}
+	r.step()
+	r.drainWAN()
 	for q := 0; q < 2; q++ {
 		r.lan.Replay(q, up[q])
 		r.lan.Sink(q, nil)

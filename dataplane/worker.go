@@ -55,6 +55,8 @@ type Worker struct {
 	// frags maps downlink datagrams to the LAN host their first fragment
 	// was translated for (frag.go).
 	frags fragTable
+	// fw6 is the IPv6 firewall state of the flows this worker owns.
+	fw6 fw6Table
 
 	pool *Pool
 	rx   []*nic.Frame
@@ -128,6 +130,9 @@ func newWorker(e *Engine, id int) (*Worker, error) {
 	w.redirOwed = make([]int, cfg.Workers)
 	w.excOut = make([]*nic.Frame, 0, b)
 	w.icmp = newTokenBucket(cfg.ICMPRate, cfg.ICMPBurst)
+	if !cfg.NoFirewall6 {
+		w.fw6 = newFW6(cfg.Firewall6Capacity)
+	}
 	if cfg.Up.Rate != 0 {
 		w.up = shaper.New[*nic.Frame](cfg.Up.Config, e.upBucket, cfg.Clock, upOps{w})
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/pppoe"
@@ -40,6 +41,10 @@ type Config struct {
 	LAN6DNS    []netip.Addr `key:"lan.ipv6_dns"`
 	PD         bool         `key:"pppoe.dhcpv6_pd"`
 	PDHint     int          `key:"pppoe.dhcpv6_pd"` // prefix length asked for (0: none)
+	// The IPv6 firewall (RFC 6092 simple security) is on unless
+	// NoFirewall6; Allow6 opens inbound ports to LAN hosts.
+	NoFirewall6 bool               `key:"ipv6.firewall"`
+	Allow6      []dataplane.Allow6 `key:"ipv6.allow"`
 
 	PPPoE pppoe.ClientConfig `key:"pppoe.* or wan.vlan*"` // user, password, service, AC, VLAN, MTU, state, echo
 
@@ -88,7 +93,7 @@ func ParseConfig(r io.Reader) (*Config, error) {
 		val = strings.TrimSpace(strings.TrimPrefix(val, "="))
 		key = strings.TrimSpace(key)
 		val = strings.TrimSpace(val)
-		if key != "nat.forward" {
+		if key != "nat.forward" && key != "ipv6.allow" {
 			if seen[key] {
 				return nil, fmt.Errorf("line %d: %s given twice", line, key)
 			}
@@ -141,6 +146,19 @@ func (c *Config) set(key, val string) error {
 			}
 			c.LAN6DNS = append(c.LAN6DNS, a)
 		}
+	case "ipv6.firewall":
+		switch val {
+		case "on", "yes":
+			c.NoFirewall6 = false
+		case "off", "no":
+			c.NoFirewall6 = true
+		default:
+			return fmt.Errorf("%q: want on or off", val)
+		}
+	case "ipv6.allow":
+		var a dataplane.Allow6
+		a, err = parseAllow6(val)
+		c.Allow6 = append(c.Allow6, a)
 	case "pppoe.dhcpv6_pd":
 		switch val {
 		case "off", "no":
@@ -237,6 +255,36 @@ func (c *Config) set(key, val string) error {
 		return fmt.Errorf("unknown key")
 	}
 	return err
+}
+
+// parseAllow6 reads "tcp|udp PORT HOST" or "any HOST"; HOST is an IPv6
+// address, an interface id (::1:2:3:4, in whatever the LAN prefix is) or
+// "any".
+func parseAllow6(s string) (dataplane.Allow6, error) {
+	f := strings.Fields(s)
+	var a dataplane.Allow6
+	host := ""
+	switch {
+	case len(f) == 3 && (f[0] == "tcp" || f[0] == "udp"):
+		a.Proto = map[string]uint8{"tcp": hdr.ProtoTCP, "udp": hdr.ProtoUDP}[f[0]]
+		p, err := atoiRange(f[1], 1, 65535)
+		if err != nil {
+			return a, err
+		}
+		a.Port, host = uint16(p), f[2]
+	case len(f) == 2 && f[0] == "any":
+		host = f[1]
+	default:
+		return a, fmt.Errorf("%q: want tcp|udp PORT HOST, or any HOST", s)
+	}
+	if host != "any" {
+		h, err := netip.ParseAddr(host)
+		if err != nil || !h.Is6() || h.Is4In6() {
+			return a, fmt.Errorf("%q: want an IPv6 address, an interface id (::X:X:X:X) or any", host)
+		}
+		a.Host = h.As16()
+	}
+	return a, nil
 }
 
 // parseForward reads "tcp|udp EXTPORT LANADDR:PORT".

@@ -96,6 +96,10 @@ func TestConfigIPv6(t *testing.T) {
 		{base + "pppoe.dhcpv6_pd 60\nlan.ipv6_subnet 16\n", "does not fit a /60"},
 		{base + "pppoe.dhcpv6_pd 70\n", "want on, off or the prefix length"},
 		{base + "lan.ipv6_dns 192.0.2.1\n", "want IPv6 addresses"},
+		{base + "ipv6.firewall maybe\n", "want on or off"},
+		{base + "ipv6.allow tcp 443\n", "want tcp|udp PORT HOST"},
+		{base + "ipv6.allow udp 0 any\n", "out of range"},
+		{base + "ipv6.allow tcp 22 10.0.0.5\n", "want an IPv6 address"},
 	} {
 		if _, err := ParseConfig(strings.NewReader(c.text)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.text, err, c.want)
@@ -105,8 +109,17 @@ func TestConfigIPv6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.IPv6() || c.PD || c.LAN6Prefix.String() != "2001:db8:0:5::/64" || len(c.dns6()) != 2 || c.dns6()[1][15] != 0x54 {
+	if !c.IPv6() || c.PD || c.LAN6Prefix.String() != "2001:db8:0:5::/64" || len(c.dns6()) != 2 || c.dns6()[1][15] != 0x54 || c.NoFirewall6 {
 		t.Fatalf("static: %+v", c)
+	}
+	c, err = ParseConfig(strings.NewReader(base + "ipv6.firewall off\nipv6.allow tcp 443 ::80\nipv6.allow = any 2001:db8::5\nipv6.allow udp 53 any\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Allow6
+	if !c.NoFirewall6 || len(a) != 3 || a[0].Proto != 6 || a[0].Port != 443 || a[0].Host[15] != 0x80 || a[0].Host[0] != 0 ||
+		a[1].Proto != 0 || a[1].Host[0] != 0x20 || a[2].Proto != 17 || a[2].Host != [16]byte{} {
+		t.Fatalf("allow %+v", a)
 	}
 	c, err = ParseConfig(strings.NewReader(base + "pppoe.dhcpv6_pd /56\nlan.ipv6_subnet 255\n"))
 	if err != nil {

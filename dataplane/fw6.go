@@ -1,0 +1,240 @@
+package dataplane
+
+import (
+	"encoding/binary"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+)
+
+// IPv6 simple security (RFC 6092, RFC 7084 S-1): LAN hosts have public
+// addresses, so the router keeps state for what they start and lets in
+// from the session only what belongs to it: replies, the ICMPv6 errors
+// about it (packet too big keeps path MTU discovery working), echo
+// requests (RFC 4890 4.3.1), and what Config.Allow6 opens. Each flow has
+// one owner worker, as NAT mappings do: uplink and downlink packets of a
+// flow hash to the same worker (flowOwner6), so the state needs no locks.
+
+// Allow6 opens inbound IPv6 to LAN hosts past the firewall.
+type Allow6 struct {
+	Proto uint8 // hdr.ProtoTCP or hdr.ProtoUDP; 0: any protocol
+	Port  uint16
+	// Host is the LAN host: a full address, or with its upper 64 bits
+	// zero an interface identifier in whatever prefix the LAN has (a
+	// delegated prefix may change); all zero: every LAN host.
+	Host hdr.Addr6
+}
+
+func (a *Allow6) match(proto uint8, port uint16, dst *hdr.Addr6) bool {
+	if a.Proto != 0 && (a.Proto != proto || a.Port != port) {
+		return false
+	}
+	switch {
+	case a.Host == hdr.Addr6{}:
+		return true
+	case binary.BigEndian.Uint64(a.Host[:8]) == 0:
+		return [8]byte(a.Host[8:]) == [8]byte(dst[8:])
+	}
+	return a.Host == *dst
+}
+
+// Firewall timeouts (RFC 6092 REC-11, REC-14: UDP at least 2 minutes,
+// established TCP at least 2 hours 4 minutes).
+const (
+	fw6TCP   = 7440e9
+	fw6TCPRS = 10e9 // after a reset
+	fw6UDP   = 300e9
+	fw6Echo  = 60e9
+	fw6Other = 600e9
+	// fw6Probe bounds the slots one key may occupy from its hash.
+	fw6Probe = 16
+)
+
+// fw6Key identifies a flow from the LAN host's side.
+type fw6Key struct {
+	lan, remote         hdr.Addr6
+	lanPort, remotePort uint16
+	proto               uint8
+}
+
+// fw6Table is one worker's IPv6 flow state: open addressing with bounded
+// probing, an entry expiring at exp (0: never used). Expired entries are
+// reused by inserts and skipped by lookups; when every slot of a key's
+// window is live, the one expiring first is replaced. Nothing allocates
+// after newFW6.
+type fw6Table struct {
+	keys []fw6Key
+	exp  []int64
+	mask uint32
+	// counters
+	inserted, evicted uint64
+}
+
+func newFW6(capacity int) fw6Table {
+	n := 1024
+	for n < capacity {
+		n <<= 1
+	}
+	return fw6Table{keys: make([]fw6Key, n), exp: make([]int64, n), mask: uint32(n - 1)}
+}
+
+func (k *fw6Key) hash() uint32 {
+	return flowOwnerHash(&k.lan, &k.remote, k.lanPort, k.remotePort, k.proto)
+}
+
+// touch records outbound traffic of k (until now+ttl).
+func (t *fw6Table) touch(k *fw6Key, now, ttl int64) {
+	i := k.hash() & t.mask
+	free, oldest := -1, -1
+	for p := 0; p < fw6Probe; p++ {
+		j := (i + uint32(p)) & t.mask
+		switch e := t.exp[j]; {
+		case e != 0 && t.keys[j] == *k:
+			t.exp[j] = max(e, now+ttl)
+			if ttl < fw6TCP && k.proto == hdr.ProtoTCP {
+				t.exp[j] = now + ttl // a reset shortens it
+			}
+			return
+		case e <= now && free < 0:
+			free = int(j)
+		case oldest < 0 || e < t.exp[oldest]:
+			oldest = int(j)
+		}
+	}
+	if free < 0 {
+		free = oldest
+		t.evicted++
+	}
+	t.keys[free], t.exp[free] = *k, now+ttl
+	t.inserted++
+}
+
+// lookup reports whether k has live state, refreshing it for ttl (not
+// when ttl is 0).
+func (t *fw6Table) lookup(k *fw6Key, now, ttl int64) bool {
+	i := k.hash() & t.mask
+	for p := 0; p < fw6Probe; p++ {
+		j := (i + uint32(p)) & t.mask
+		e := t.exp[j]
+		if e == 0 {
+			return false
+		}
+		if e > now && t.keys[j] == *k {
+			if ttl == 0 {
+				return true
+			}
+			if ttl < fw6TCP && k.proto == hdr.ProtoTCP {
+				t.exp[j] = now + ttl
+			} else {
+				t.exp[j] = max(e, now+ttl)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// flowOwnerHash hashes a flow from the LAN host's side: both directions
+// of a flow give the same value.
+func flowOwnerHash(lan, remote *hdr.Addr6, lanPort, remotePort uint16, proto uint8) uint32 {
+	a := binary.LittleEndian.Uint64(lan[:8]) ^ binary.LittleEndian.Uint64(lan[8:])*0x9e3779b97f4a7c15
+	b := binary.LittleEndian.Uint64(remote[:8]) ^ binary.LittleEndian.Uint64(remote[8:])*0xc2b2ae3d27d4eb4f
+	h := a ^ b*0x165667b19e3779f9 ^ (uint64(lanPort)<<24|uint64(remotePort)<<8|uint64(proto))*0x27d4eb2f165667c5
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 32
+	return uint32(h)
+}
+
+// fw6Flow reads the firewall key of the IPv6 packet ip (lanIsSrc: an
+// uplink packet) and the state timeout its kind gets. Ports are those of
+// TCP and UDP right behind the fixed header and the ICMPv6 echo id;
+// other protocols (and extension headers) key on addresses alone.
+func fw6Flow(ip hdr.IPv6, lanIsSrc bool) (k fw6Key, ttl int64) {
+	k.proto = ip.NextHeader()
+	var sport, dport uint16
+	ttl = fw6Other
+	l4 := ip[hdr.IPv6Len:]
+	switch k.proto {
+	case hdr.ProtoTCP, hdr.ProtoUDP:
+		ttl = fw6UDP
+		if k.proto == hdr.ProtoTCP {
+			ttl = fw6TCP
+			if len(l4) >= 14 && l4[13]&0x04 != 0 { // RST
+				ttl = fw6TCPRS
+			}
+		}
+		if len(l4) >= 4 { // a quote in an ICMPv6 error may stop there
+			sport, dport = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+		}
+	case hdr.ProtoICMP6:
+		ttl = fw6Echo
+		if len(l4) >= 8 && (l4[0] == hdr.ICMP6EchoRequest || l4[0] == hdr.ICMP6EchoReply) {
+			// The echo id is the LAN host's, whichever way it goes.
+			id := binary.BigEndian.Uint16(l4[4:])
+			if lanIsSrc {
+				sport = id
+			} else {
+				dport = id
+			}
+		}
+	}
+	if lanIsSrc {
+		k.lan, k.remote = ip.Src(), ip.Dst()
+		k.lanPort, k.remotePort = sport, dport
+	} else {
+		k.lan, k.remote = ip.Dst(), ip.Src()
+		k.lanPort, k.remotePort = dport, sport
+	}
+	return k, ttl
+}
+
+// flowOwner6 is the worker owning the flow of IPv6 packet ip
+// (lanIsSrc: an uplink packet). An ICMPv6 error belongs to the flow of the
+// packet it quotes.
+func flowOwner6(ip hdr.IPv6, lanIsSrc bool, workers int) int {
+	if workers == 1 {
+		return 0
+	}
+	if !lanIsSrc && ip.NextHeader() == hdr.ProtoICMP6 && len(ip) >= hdr.IPv6Len+8+hdr.IPv6Len && ip[hdr.IPv6Len] < 128 {
+		if inner := hdr.IPv6(ip[hdr.IPv6Len+8:]); inner[0]>>4 == 6 {
+			ip, lanIsSrc = inner, true // the quoted packet went out from the LAN
+		}
+	}
+	k, _ := fw6Flow(ip, lanIsSrc)
+	return int(uint64(k.hash()) * uint64(workers) >> 32)
+}
+
+// fw6Inbound decides whether a downlink IPv6 packet may pass, refreshing
+// the state it belongs to.
+func (w *Worker) fw6Inbound(ip hdr.IPv6) bool {
+	if w.cfg.NoFirewall6 {
+		return true
+	}
+	l4 := ip[hdr.IPv6Len:]
+	if ip.NextHeader() == hdr.ProtoICMP6 && len(l4) >= 8 {
+		switch t := l4[0]; {
+		case t == hdr.ICMP6EchoRequest:
+			return true
+		case t < 128:
+			// An error: it must quote a packet of a flow the LAN host
+			// started (its source is the host).
+			inner := hdr.IPv6(l4[8:])
+			if len(inner) < hdr.IPv6Len || inner[0]>>4 != 6 {
+				return false
+			}
+			k, _ := fw6Flow(inner, true)
+			return w.fw6.lookup(&k, w.now, 0)
+		}
+	}
+	k, ttl := fw6Flow(ip, false)
+	if w.fw6.lookup(&k, w.now, ttl) {
+		return true
+	}
+	for i := range w.cfg.Allow6 {
+		if w.cfg.Allow6[i].match(k.proto, k.lanPort, &k.lan) {
+			w.fw6.touch(&k, w.now, ttl)
+			return true
+		}
+	}
+	return false
+}
