@@ -55,6 +55,16 @@ func NewLAN6(prefix hdr.Addr6, bits int, mac [6]byte) (*LAN6, error) {
 // forwarded). Workers pick it up at their next step.
 func (e *Engine) SetLAN6(l *LAN6) { e.lan6.Store(l) }
 
+// LAN6Owner returns the worker owning the flow of the uplink IPv6 packet
+// ip (its firewall state lives there; a packet RSS gives another worker
+// is handed over).
+func (e *Engine) LAN6Owner(ip []byte) int {
+	if !hdr.IPv6(ip).IsValid() {
+		return 0
+	}
+	return flowOwner6(hdr.IPv6(ip), true, e.cfg.Workers)
+}
+
 // LAN6 returns the current IPv6 configuration (nil when off).
 func (e *Engine) LAN6() *LAN6 { return e.lan6.Load() }
 
@@ -109,9 +119,15 @@ func NewNeighbors6(m map[hdr.Addr6][6]byte) *Neighbors6 {
 	return n
 }
 
+// neigh6Hash mixes every bit of the address into the low bits the table
+// indexes by (LAN hosts share the prefix and often differ in a few bits
+// of the interface id only).
 func neigh6Hash(a *hdr.Addr6) uint32 {
-	h := binary.LittleEndian.Uint64(a[8:])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(a[:8])
-	return uint32(h >> 32)
+	h := binary.LittleEndian.Uint64(a[:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(a[8:])
+	h ^= h >> 32
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 29
+	return uint32(h)
 }
 
 // Lookup returns the MAC for ip.

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"testing"
 
@@ -381,6 +382,27 @@ func TestNeighbors6(t *testing.T) {
 	}
 	if len(n.Map()) != 300 {
 		t.Fatal("map lost entries")
+	}
+	// Hosts that differ in a few bits of the interface id (numbered
+	// in sequence, or by IPv4-like suffixes) must not cluster: every
+	// entry lies close to its home slot.
+	for _, shift := range []int{0, 8, 24} {
+		m := map[hdr.Addr6][6]byte{}
+		for i := 0; i < 10000; i++ {
+			a := lan6Prefix
+			binary.BigEndian.PutUint32(a[12:], 0xc0a80000|uint32(i)<<shift)
+			m[a] = hostMAC
+		}
+		n := NewNeighbors6(m)
+		worst := 0
+		for i, k := range n.keys {
+			if k != (hdr.Addr6{}) {
+				worst = max(worst, int((uint32(i)-neigh6Hash(&k))&n.mask))
+			}
+		}
+		if worst > 64 {
+			t.Fatalf("ids differing in bits %d..: an entry %d slots from home", shift, worst)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/ndp"
 	"github.com/pppfwd/pppfwd/nic"
@@ -189,4 +190,33 @@ func (l *Lab) Ping6(dst string, count int) (string, error) {
 // UDPEcho6 is UDPEcho over IPv6, to Remote6Addr's echo service.
 func (l *Lab) UDPEcho6(flows, per int) (int, error) {
 	return l.udpEcho("udp6", netip.AddrPortFrom(Remote6Addr, 7), flows, per)
+}
+
+// Unsolicited6 sends n UDP datagrams from the Internet host to the LAN
+// host's address to (nothing on the LAN asked for them) and reports
+// whether pppfwd's IPv6 firewall dropped all n.
+func (l *Lab) Unsolicited6(to netip.Addr, n int) (bool, error) {
+	before := l.R.Engine().Totals().Drops[dataplane.DropFirewall]
+	err := l.Inet.Do(func() error {
+		c, err := net.Dial("udp6", netip.AddrPortFrom(to, 9).String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for i := 0; i < n; i++ {
+			if _, err := c.Write([]byte("unsolicited")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if l.R.Engine().Totals().Drops[dataplane.DropFirewall]-before >= uint64(n) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

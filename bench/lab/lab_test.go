@@ -104,6 +104,10 @@ func TestIntegrationLab(t *testing.T) {
 			if c := l.R.Engine().Totals(); c.IPv6Up < 160 || c.IPv6Down < 160 {
 				t.Fatalf("IPv6 counters up %d down %d", c.IPv6Up, c.IPv6Down)
 			}
+			// What the LAN host did not ask for stays out.
+			if blocked, err := l.Unsolicited6(a6, 3); err != nil || !blocked {
+				t.Fatalf("unsolicited IPv6 to the LAN host not dropped by the firewall (%v): %v", err, l.R.Engine().Totals().DropMap())
+			}
 			if len(l.AC.Sessions()) != 1 {
 				t.Fatalf("AC sessions %+v", l.AC.Sessions())
 			}

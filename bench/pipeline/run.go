@@ -26,6 +26,9 @@ type Options struct {
 	Pin   bool // pin workers to CPUs
 	Steer dataplane.SteerMode
 	Batch int // frames per batch (0: the engine's default, 64)
+	// IPv6 replaces the traffic with IPv6 flows (routed, through the
+	// firewall).
+	IPv6 bool
 }
 
 // WorkerResult is one worker's share.
@@ -46,6 +49,7 @@ type Result struct {
 	Size          string            `json:"size"`
 	Batch         int               `json:"batch"`
 	Shaper        bool              `json:"shaper"`
+	IPv6          bool              `json:"ipv6,omitempty"`
 	Seconds       float64           `json:"seconds"`
 	Packets       uint64            `json:"packets"`
 	Mpps          float64           `json:"mpps"`
@@ -97,15 +101,32 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.SetSession(Session())
+	s := Session()
+	s.IPv6 = o.IPv6
+	e.SetSession(s)
 	flows := Flows(o.Flows)
 	neigh := map[uint32][6]byte{}
+	neigh6 := map[[16]byte][6]byte{}
 	for _, f := range flows {
 		neigh[f.Host] = f.HostMAC
+		h, _ := f.Addr6()
+		neigh6[h] = f.HostMAC
 	}
 	e.SetNeighbors(neigh)
+	e.SetNeighbors6(neigh6)
+	l6, err := dataplane.NewLAN6(LAN6Prefix, 64, RouterMAC)
+	if err != nil {
+		return nil, err
+	}
+	e.SetLAN6(l6)
 
-	lanPkts, wanPkts, err := prime(e, lan, wan, flows, sizes, o.Workers)
+	var lanPkts [][][]byte
+	var wanPkts [][]byte
+	if o.IPv6 {
+		lanPkts, wanPkts, err = prime6(e, lan, wan, flows, sizes, o.Workers)
+	} else {
+		lanPkts, wanPkts, err = prime(e, lan, wan, flows, sizes, o.Workers)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +159,7 @@ func Run(o Options) (*Result, error) {
 	wall := time.Since(t0)
 	after := e.Totals()
 
-	res := &Result{Bench: "pipeline", Workers: o.Workers, Flows: o.Flows, Size: o.Size, Batch: cfg.Batch, Shaper: o.Shape.Rate != 0,
+	res := &Result{Bench: "pipeline", Workers: o.Workers, Flows: o.Flows, Size: o.Size, Batch: cfg.Batch, Shaper: o.Shape.Rate != 0, IPv6: o.IPv6,
 		Seconds: wall.Seconds(), Drops: map[string]uint64{}}
 	res.LANToWAN = after.TxWAN - before.TxWAN
 	res.WANToLAN = after.TxLAN - before.TxLAN
@@ -173,6 +194,52 @@ func Run(o Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// prime6 sends one IPv6 uplink packet per flow (so the firewall lets its
+// replies in) and returns the replay lists: uplink frames on the queue of
+// the worker owning the flow (as prime places IPv4 flows on their LAN
+// endpoint's owner: an RSS that spread them otherwise would add a hand-over
+// per packet for the other workers' share).
+func prime6(e *dataplane.Engine, lan, wan *memport.Port, flows []Flow, sizes []int, workers int) ([][][]byte, [][]byte, error) {
+	lanPkts := make([][][]byte, workers)
+	var wanPkts [][]byte
+	e.Start()
+	defer e.Stop()
+	got := 0
+	drain := func() {
+		for q := 0; q < workers; q++ {
+			wan.Drain(q, func([]byte) { got++ })
+		}
+	}
+	for i, f := range flows {
+		fr, err := LANFrame6(f, sizes[i%len(sizes)])
+		if err != nil {
+			return nil, nil, err
+		}
+		q := e.LAN6Owner(fr[14:])
+		lanPkts[q] = append(lanPkts[q], fr)
+		for !lan.Inject(q, fr) {
+			drain()
+			time.Sleep(100 * time.Microsecond)
+		}
+		// In chunks, so that the WAN queues never fill.
+		for deadline := time.Now().Add(5 * time.Second); i+1-got >= 512 && time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+			drain()
+		}
+		b, err := WANFrame6(f, sizes[i%len(sizes)])
+		if err != nil {
+			return nil, nil, err
+		}
+		wanPkts = append(wanPkts, b)
+	}
+	for deadline := time.Now().Add(5 * time.Second); got < len(flows) && time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
+		drain()
+	}
+	if got < len(flows) {
+		return nil, nil, fmt.Errorf("priming: %d of %d IPv6 flows came out (drops %v)", got, len(flows), e.Totals().DropMap())
+	}
+	return lanPkts, wanPkts, nil
 }
 
 func perWorker(e *dataplane.Engine) []dataplane.Counters {

@@ -14,13 +14,17 @@ func TestRunShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, workers := range []int{1, 2} {
-		r, err := Run(Options{Workers: workers, Flows: 512, Size: "imix", Duration: 200 * time.Millisecond, Shape: sp})
+	for _, c := range []struct {
+		workers int
+		ipv6    bool
+	}{{1, false}, {2, false}, {1, true}, {2, true}} {
+		workers := c.workers
+		r, err := Run(Options{Workers: workers, Flows: 512, Size: "imix", Duration: 200 * time.Millisecond, Shape: sp, IPv6: c.ipv6})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.LANToWAN == 0 || r.WANToLAN == 0 || len(r.Drops) != 0 || len(r.PerWorker) != workers {
-			t.Fatalf("%d workers: %+v", workers, r)
+		if r.LANToWAN == 0 || r.WANToLAN == 0 || len(r.Drops) != 0 || len(r.PerWorker) != workers || r.IPv6 != c.ipv6 {
+			t.Fatalf("%d workers, ipv6 %v: %+v", workers, c.ipv6, r)
 		}
 		var sum uint64
 		for _, w := range r.PerWorker {

@@ -4,6 +4,7 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 
@@ -108,6 +109,56 @@ func WANFrame(f Flow, ext uint16, frameLen int) ([]byte, error) {
 	fr := nic.NewFrame()
 	fr.SetData(ipb)
 	if !Session().Encap(fr) {
+		return nil, fmt.Errorf("encap")
+	}
+	b := append([]byte(nil), fr.Data()...)
+	copy(b[0:6], WANMAC[:])
+	copy(b[6:12], ACMAC[:])
+	return b, nil
+}
+
+// IPv6 addressing of the synthetic topology: the LAN prefix and the
+// remote side (documentation prefix).
+var (
+	LAN6Prefix = [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0x01, 0, 0x01}
+	Remote6    = [16]byte{0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff}
+)
+
+// Addr6 returns flow f's LAN host (interface id from its IPv4 host
+// number) and remote address in IPv6.
+func (f Flow) Addr6() (host, remote [16]byte) {
+	host, remote = LAN6Prefix, Remote6
+	binary.BigEndian.PutUint32(host[12:], f.Host)
+	binary.BigEndian.PutUint32(remote[12:], f.Remote)
+	return host, remote
+}
+
+func udp6Layers(src, dst [16]byte, sport, dport uint16, ipLen int) []gopacket.SerializableLayer {
+	ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: src[:], DstIP: dst[:]}
+	u := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
+	_ = u.SetNetworkLayerForChecksum(ip)
+	return []gopacket.SerializableLayer{ip, u, gopacket.Payload(make([]byte, max(ipLen-48, 0)))}
+}
+
+// LANFrame6 builds flow f's IPv6 uplink frame of frameLen bytes.
+func LANFrame6(f Flow, frameLen int) ([]byte, error) {
+	host, remote := f.Addr6()
+	eth := &layers.Ethernet{SrcMAC: f.HostMAC[:], DstMAC: RouterMAC[:], EthernetType: layers.EthernetTypeIPv6}
+	return serialize(append([]gopacket.SerializableLayer{eth}, udp6Layers(host, remote, f.SrcPort, f.DstPort, frameLen-14)...)...)
+}
+
+// WANFrame6 builds the IPv6 downlink PPPoE frame answering flow f.
+func WANFrame6(f Flow, frameLen int) ([]byte, error) {
+	host, remote := f.Addr6()
+	ipb, err := serialize(udp6Layers(remote, host, f.DstPort, f.SrcPort, frameLen-14)...)
+	if err != nil {
+		return nil, err
+	}
+	fr := nic.NewFrame()
+	fr.SetData(ipb)
+	s := Session()
+	s.IPv6 = true
+	if !s.Encap(fr) {
 		return nil, fmt.Errorf("encap")
 	}
 	b := append([]byte(nil), fr.Data()...)

@@ -56,6 +56,7 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	pinCPU := fs.Bool("pin", true, "pin workers to CPUs")
 	steer := fs.String("steer", "inline", "where WAN steering runs: inline (on worker 0) or thread")
 	batch := fs.Int("batch", 64, "frames per batch (ports, rings, stages)")
+	ipv6 := fs.Bool("ipv6", false, "IPv6 flows (routed through the firewall) instead of IPv4 (NAT)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	prof := fs.String("cpuprofile", "", "write a pprof CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
@@ -69,7 +70,7 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
-	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU, Batch: *batch}
+	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU, Batch: *batch, IPv6: *ipv6}
 	if *shape != "off" {
 		sp, err := shaper.ParseSpec(*shape)
 		if err != nil {
@@ -92,7 +93,7 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return emit(stdout, stderr, *asJSON, res, func(tw io.Writer) {
-		fmt.Fprintf(tw, "workers\t%d\nflows\t%d\nsize\t%s\nshaper\t%v\n", res.Workers, res.Flows, res.Size, res.Shaper)
+		fmt.Fprintf(tw, "workers\t%d\nflows\t%d\nsize\t%s\nshaper\t%v\nipv6\t%v\n", res.Workers, res.Flows, res.Size, res.Shaper, res.IPv6)
 		fmt.Fprintf(tw, "packets\t%d (LAN->WAN %d, WAN->LAN %d)\n", res.Packets, res.LANToWAN, res.WANToLAN)
 		fmt.Fprintf(tw, "Mpps (wall)\t%.3f\ncpu ns/pkt\t%.1f\nsteer ns/pkt\t%.1f\nallocs/pkt\t%.4f\n", res.Mpps, res.CPUNsPerPkt, res.SteerNsPerPkt, res.AllocsPerPkt)
 		for _, w := range res.PerWorker {

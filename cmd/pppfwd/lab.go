@@ -25,10 +25,19 @@ type labResult struct {
 	UDPEchoed    int     `json:"udp_echoed"`
 	// 3000-byte datagrams: fragmented by the hosts' kernels, crossing
 	// pppfwd in fragments both ways.
-	UDPLargeSent   int               `json:"udp_3000b_sent"`
-	UDPLargeEchoed int               `json:"udp_3000b_echoed"`
-	EchoRTTMs      float64           `json:"lcp_echo_rtt_ms"`
-	Drops          map[string]uint64 `json:"drops"`
+	UDPLargeSent   int     `json:"udp_3000b_sent"`
+	UDPLargeEchoed int     `json:"udp_3000b_echoed"`
+	EchoRTTMs      float64 `json:"lcp_echo_rtt_ms"`
+	// IPv6: the prefix the ISP delegated (DHCPv6-PD), the LAN host's
+	// SLAAC address in the /64 pppfwd advertised, ping and UDP echo to
+	// the Internet host, and unsolicited datagrams the firewall dropped.
+	Delegated6 string            `json:"ipv6_delegated"`
+	HostAddr6  string            `json:"ipv6_host_address"`
+	Ping6      bool              `json:"ipv6_internet_ping_ok"`
+	UDP6Sent   int               `json:"ipv6_udp_sent"`
+	UDP6Echoed int               `json:"ipv6_udp_echoed"`
+	Firewall6  bool              `json:"ipv6_unsolicited_blocked"`
+	Drops      map[string]uint64 `json:"drops"`
 }
 
 func labMain(args []string, stdout, stderr io.Writer) int {
@@ -78,6 +87,29 @@ func labMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
 		return 1
 	}
+	a6, err := l.WaitAddr6(15 * time.Second)
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
+		return 1
+	}
+	res.HostAddr6 = a6.String()
+	if d, ok := l.Delegated(); ok {
+		res.Delegated6 = d.String()
+	}
+	out, err = l.Ping6(lab.Remote6Addr.String(), 5)
+	res.Ping6 = err == nil && strings.Contains(out, " 0% packet loss")
+	if !*asJSON {
+		fmt.Fprintf(stdout, "LAN host (%s) pings %s through pppfwd over IPv6:\n%s\n", a6, lab.Remote6Addr, out)
+	}
+	res.UDP6Sent = *flows * 5
+	if res.UDP6Echoed, err = l.UDPEcho6(*flows, 5); err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
+		return 1
+	}
+	if res.Firewall6, err = l.Unsolicited6(a6, 3); err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
+		return 1
+	}
 	res.EchoRTTMs = float64(l.R.Client().Status().EchoRTT.Microseconds()) / 1000
 	c := l.R.Engine().Totals()
 	res.Drops = c.DropMap()
@@ -85,15 +117,19 @@ func labMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
 		return 1
 	}
-	ok := res.GatewayPing && res.InternetPing && res.UDPEchoed == res.UDPSent && res.UDPLargeEchoed == res.UDPLargeSent
+	ok := res.GatewayPing && res.InternetPing && res.UDPEchoed == res.UDPSent && res.UDPLargeEchoed == res.UDPLargeSent &&
+		res.Ping6 && res.UDP6Echoed == res.UDP6Sent && res.Firewall6
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return 1
 		}
 	} else {
 		fmt.Fprintf(stdout, "session %d up in %.0f ms: %s mtu %d (LCP echo rtt %.2f ms)\n", res.SessionID, res.SessionUpMs, res.Address, res.MTU, res.EchoRTTMs)
-		fmt.Fprintf(stdout, "gateway ping ok: %v, Internet ping ok: %v, UDP echoes %d/%d, 3000-byte (fragmented) %d/%d, drops %v\n",
-			res.GatewayPing, res.InternetPing, res.UDPEchoed, res.UDPSent, res.UDPLargeEchoed, res.UDPLargeSent, res.Drops)
+		fmt.Fprintf(stdout, "gateway ping ok: %v, Internet ping ok: %v, UDP echoes %d/%d, 3000-byte (fragmented) %d/%d\n",
+			res.GatewayPing, res.InternetPing, res.UDPEchoed, res.UDPSent, res.UDPLargeEchoed, res.UDPLargeSent)
+		fmt.Fprintf(stdout, "IPv6: delegated %s, LAN host %s, Internet ping ok: %v, UDP echoes %d/%d, unsolicited blocked: %v\n",
+			res.Delegated6, res.HostAddr6, res.Ping6, res.UDP6Echoed, res.UDP6Sent, res.Firewall6)
+		fmt.Fprintf(stdout, "drops %v\n", res.Drops)
 	}
 	if !ok {
 		return 1
