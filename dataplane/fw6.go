@@ -10,9 +10,12 @@ import (
 // addresses, so the router keeps state for what they start and lets in
 // from the session only what belongs to it: replies, the ICMPv6 errors
 // about it (packet too big keeps path MTU discovery working), echo
-// requests (RFC 4890 4.3.1), and what Config.Allow6 opens. Each flow has
-// one owner worker, as NAT mappings do: uplink and downlink packets of a
-// flow hash to the same worker (flowOwner6), so the state needs no locks.
+// requests (RFC 4890 4.3.1), fragments from a remote the host sent UDP
+// to (a large DNS answer), and what Config.Allow6 opens. Each pair of LAN
+// host and remote address has one owner worker, as NAT mappings do:
+// uplink and downlink packets between them, errors quoting them and
+// fragments hash to the same worker (flowOwner6), so the state needs no
+// locks.
 
 // Allow6 opens inbound IPv6 to LAN hosts past the firewall.
 type Allow6 struct {
@@ -40,7 +43,8 @@ func (a *Allow6) match(proto uint8, port uint16, dst *hdr.Addr6) bool {
 // Firewall timeouts (RFC 6092 REC-11, REC-14: UDP at least 2 minutes,
 // established TCP at least 2 hours 4 minutes).
 const (
-	fw6TCP   = 7440e9
+	protoFrag6 = 44 // IPv6 fragment header
+	fw6TCP     = 7440e9
 	fw6TCPRS = 10e9 // after a reset
 	fw6UDP   = 300e9
 	fw6Echo  = 60e9
@@ -166,6 +170,8 @@ func fw6Flow(ip hdr.IPv6, lanIsSrc bool) (k fw6Key, ttl int64) {
 		if len(l4) >= 4 { // a quote in an ICMPv6 error may stop there
 			sport, dport = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
 		}
+	case protoFrag6:
+		ttl = fw6UDP
 	case hdr.ProtoICMP6:
 		ttl = fw6Echo
 		if len(l4) >= 8 && (l4[0] == hdr.ICMP6EchoRequest || l4[0] == hdr.ICMP6EchoReply) {
@@ -188,9 +194,9 @@ func fw6Flow(ip hdr.IPv6, lanIsSrc bool) (k fw6Key, ttl int64) {
 	return k, ttl
 }
 
-// flowOwner6 is the worker owning the flow of IPv6 packet ip
-// (lanIsSrc: an uplink packet). An ICMPv6 error belongs to the flow of the
-// packet it quotes.
+// flowOwner6 is the worker owning the pair of LAN host and remote
+// address of IPv6 packet ip (lanIsSrc: an uplink packet). An ICMPv6 error
+// belongs to the pair of the packet it quotes.
 func flowOwner6(ip hdr.IPv6, lanIsSrc bool, workers int) int {
 	if workers == 1 {
 		return 0
@@ -200,8 +206,22 @@ func flowOwner6(ip hdr.IPv6, lanIsSrc bool, workers int) int {
 			ip, lanIsSrc = inner, true // the quoted packet went out from the LAN
 		}
 	}
-	k, _ := fw6Flow(ip, lanIsSrc)
-	return int(uint64(k.hash()) * uint64(workers) >> 32)
+	lan, remote := (*hdr.Addr6)(ip[8:24]), (*hdr.Addr6)(ip[24:40])
+	if !lanIsSrc {
+		lan, remote = remote, lan
+	}
+	return int(uint64(flowOwnerHash(lan, remote, 0, 0, 0)) * uint64(workers) >> 32)
+}
+
+// touchOut records an uplink packet's flow; UDP also opens the pair to
+// fragments (later fragments carry no ports).
+func (t *fw6Table) touchOut(ip hdr.IPv6, now int64) {
+	k, ttl := fw6Flow(ip, true)
+	t.touch(&k, now, ttl)
+	if k.proto == hdr.ProtoUDP {
+		k.proto, k.lanPort, k.remotePort = protoFrag6, 0, 0
+		t.touch(&k, now, ttl)
+	}
 }
 
 // fw6Inbound decides whether a downlink IPv6 packet may pass, refreshing

@@ -59,8 +59,39 @@ func TestFirewall6(t *testing.T) {
 				t.Fatalf("a packet from another remote to flow %d got in", i)
 			}
 		}
-		if workers == 2 && r.e.Totals().Redirected == 0 {
-			t.Fatal("no uplink was handed to its flow's owner")
+		// Fragments (a large DNS answer) from a remote the host sent UDP
+		// to; not from another.
+		frag := func(from [16]byte) bool {
+			b := make([]byte, hdr.IPv6Len+8+16)
+			ip := hdr.IPv6(b)
+			ip.SetHeader(protoFrag6, 60, 8+16, &from, &host6IP)
+			b[40], b[42], b[43] = hdr.ProtoUDP, 0x05, 0xa8 // UDP, offset 181*8, last
+			before := r.e.Totals()
+			r.wan.Inject(0, wanIPFrame(t, b))
+			r.step()
+			got := len(r.drainLAN())
+			if fw := r.e.Totals().Drops[DropFirewall] - before.Drops[DropFirewall]; got+int(fw) != 1 {
+				t.Fatalf("fragment: %d delivered, %d dropped", got, fw)
+			}
+			return got == 1
+		}
+		if !frag(remote6IP) {
+			t.Fatal("a fragment from the remote the host talks UDP to dropped")
+		}
+		if frag(netip.MustParseAddr("2001:db8:ffff::66").As16()) {
+			t.Fatal("a fragment from another remote got in")
+		}
+		// With two workers, flows to many remotes spread over both, and
+		// what RSS gives the wrong worker is handed over.
+		if workers == 2 {
+			for i := 0; i < 32; i++ {
+				o := udpOut
+				o.dst[14] = byte(i)
+				up(o)
+			}
+			if r.e.Totals().Redirected == 0 {
+				t.Fatal("no uplink was handed to its flow's owner")
+			}
 		}
 		// Path MTU discovery: a packet too big quoting the host's packet.
 		tcpOut := pkt6{src: host6IP, dst: remote6IP, sport: 40000, dport: 443, proto: layers.IPProtocolTCP, syn: true, payload: 1300}

@@ -219,8 +219,7 @@ func (w *Worker) fromLAN6(f *nic.Frame) {
 			w.redirect(f, o, false)
 			return
 		}
-		k, ttl := fw6Flow(ip, true)
-		w.fw6.touch(&k, w.now, ttl)
+		w.fw6.touchOut(ip, w.now)
 	}
 	w.forwardIP6(ip, mtu)
 	f.Pull(hdr.EthernetLen)

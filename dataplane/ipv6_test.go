@@ -149,17 +149,19 @@ func TestIPv6ForwardBothWays(t *testing.T) {
 		if mss := be16(tc.Options[0].OptionData); mss != 1492-60 {
 			t.Fatalf("MSS %d, want %d", mss, 1492-60)
 		}
-		// 64 flows down: every one reaches the host, whichever worker
-		// steering picked (the host opened each first: the firewall).
+		// 64 flows down, to 64 remotes: every one reaches the host,
+		// whichever worker steering picked (the host opened each first:
+		// the firewall).
+		remote := func(i int) [16]byte { a := remote6IP; a[14] = byte(i); return a }
 		for i := 0; i < 64; i++ {
-			r.lan.Inject(0, lanFrame6(t, pkt6{src: host6IP, dst: remote6IP, sport: uint16(6000 + i), dport: 443, proto: layers.IPProtocolUDP}))
+			r.lan.Inject(0, lanFrame6(t, pkt6{src: host6IP, dst: remote(i), sport: uint16(6000 + i), dport: 443, proto: layers.IPProtocolUDP}))
 		}
 		r.step()
 		if n := len(r.drainWAN()); n != 64 {
 			t.Fatalf("%d of 64 uplink frames", n)
 		}
 		for i := 0; i < 64; i++ {
-			r.wan.Inject(0, wanFrame6(t, pkt6{src: remote6IP, dst: host6IP, sport: 443, dport: uint16(6000 + i), proto: layers.IPProtocolUDP, payload: 100}))
+			r.wan.Inject(0, wanFrame6(t, pkt6{src: remote(i), dst: host6IP, sport: 443, dport: uint16(6000 + i), proto: layers.IPProtocolUDP, payload: 100}))
 		}
 		r.step()
 		got := r.drainLAN()

@@ -13,9 +13,11 @@ import (
 const usage = `pppfwd — a multi-core userspace PPPoE WAN fast path
 
 Usage:
-  pppfwd run [-config FILE] [-check]  run the router (PPPoE client, NAT, shaper) on the configured ports;
+  pppfwd run [-config FILE] [-check]  run the router (PPPoE client, NAT, shaper; IPv6 routing with
+                                      DHCPv6-PD, RAs and a firewall) on the configured ports;
                                       SIGHUP re-reads FILE and applies new shaper rates live
-  pppfwd lab [flags]                  namespace lab: LAN host, pppfwd, a PPPoE ISP; ping and UDP through it (root)
+  pppfwd lab [flags]                  namespace lab: LAN host, pppfwd, a PPPoE ISP; ping and UDP through it,
+                                      over IPv4 and IPv6 (root)
   pppfwd bench pipeline [flags]       whole-pipeline benchmark over in-memory ports
   pppfwd bench nat [flags]            NAT conntrack table costs
   pppfwd bench shaper [flags]         FQ-CoDel latency under load through the pipeline
