@@ -102,7 +102,8 @@ func NewControl(e *Engine, cfg ControlConfig) *Control {
 		c.free <- make([]byte, nic.BufSize)
 	}
 	c.v6.ra = cfg.RA
-	c.v6.ra.setDefaults()
+	c.v6.ra.setDefaults(true)
+	c.v6.nsLimit = newTokenBucket(NSRate, NSRate)
 	c.v6.rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x70707066))
 	if cfg.Host != nil {
 		c.hostRx = nic.NewFrames(32)
@@ -151,6 +152,7 @@ func (c *Control) Run(ctx context.Context) error {
 			lastExpire = now
 		}
 		c.advertise(now)
+		c.sweep6(now)
 		if n > 0 {
 			continue
 		}

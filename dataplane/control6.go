@@ -30,26 +30,27 @@ type RAConfig struct {
 	// without it the router advertises 0, so hosts stop using it as their
 	// default router (RFC 7084 L-13).
 	RouterLifetime time.Duration
-	// Prefix lifetimes (defaults 1 day and 4 hours; a delegated prefix's
-	// own are passed here, capped).
+	// Prefix lifetimes (defaults 1 day and 4 hours for ControlConfig.RA;
+	// SetRA takes them as given, so a deprecated delegated prefix goes out
+	// with Preferred 0).
 	Valid, Preferred time.Duration
 	// DNS servers (RFC 8106 RDNSS), e.g. those DHCPv6 brought.
 	DNS []hdr.Addr6
 }
 
-func (r *RAConfig) setDefaults() {
+// setDefaults fills in the intervals, and with lifetimes also the prefix
+// lifetimes when Valid is 0.
+func (r *RAConfig) setDefaults(lifetimes bool) {
 	if r.Interval <= 0 {
 		r.Interval = 200 * time.Second
 	}
 	if r.RouterLifetime <= 0 {
 		r.RouterLifetime = 1800 * time.Second
 	}
-	if r.Valid <= 0 {
-		r.Valid = 24 * time.Hour
+	if lifetimes && r.Valid <= 0 {
+		r.Valid, r.Preferred = 24*time.Hour, 4*time.Hour
 	}
-	if r.Preferred <= 0 || r.Preferred > r.Valid {
-		r.Preferred = min(4*time.Hour, r.Valid)
-	}
+	r.Preferred = min(max(r.Preferred, 0), r.Valid)
 }
 
 // Initial RAs (RFC 4861 10: MAX_INITIAL_RTR_ADVERTISEMENTS and
@@ -62,6 +63,15 @@ const (
 	// raDeprecateCount: RAs that still carry a prefix the LAN no longer
 	// uses, with lifetimes 0, so hosts deprecate their addresses in it.
 	raDeprecateCount = 3
+	// NSRate bounds the neighbour solicitations the router sends to
+	// resolve LAN hosts (a scan of the /64 from the Internet must not
+	// become a flood of multicast on the LAN, RFC 6583).
+	NSRate = 100
+	// Neighbor6TTL: an IPv6 neighbour no ND confirmed for this long is
+	// dropped (hosts revalidate the router far more often; traffic to a
+	// host dropped is held while it is solicited again), as are
+	// neighbours outside the LAN prefix after renumbering.
+	Neighbor6TTL = 30 * time.Minute
 )
 
 // ControlStats6 are the IPv6 control counters.
@@ -86,8 +96,13 @@ type control6 struct {
 	lastPfx  *LAN6     // the LAN6 last advertised
 	old      []oldPrefix
 	lastNS   map[hdr.Addr6]time.Time
-	rand     *rand.Rand
-	buf      []byte
+	nsLimit  tokenBucket // NSs per second, all targets together (arpMu)
+	// seen: when each IPv6 neighbour was last learned or confirmed by ND
+	// (arpMu); entries not confirmed for Neighbor6TTL are dropped.
+	seen      map[hdr.Addr6]time.Time
+	lastSweep time.Time
+	rand      *rand.Rand
+	buf       []byte
 
 	nsReplies, nsSent, learned, raSent, rsRecv, echo, toWAN6, invalid atomic.Uint64
 }
@@ -99,7 +114,7 @@ type oldPrefix struct {
 
 // SetRA sets what the router advertises and sends an RA at once.
 func (c *Control) SetRA(ra RAConfig) {
-	ra.setDefaults()
+	ra.setDefaults(false)
 	ra.DNS = append([]hdr.Addr6(nil), ra.DNS...)
 	c.v6.mu.Lock()
 	c.v6.ra = ra
@@ -173,10 +188,15 @@ func (c *Control) sendRALocked(dst hdr.Addr6, dstMAC [6]byte, now time.Time) {
 		ra.Prefixes = append(ra.Prefixes, ndp.PrefixInfo{Prefix: l6.Prefix, Bits: uint8(l6.Bits), OnLink: true,
 			Autonomous: l6.Bits == 64, Valid: v.ra.Valid, Preferred: v.ra.Preferred})
 	}
+	// Old prefixes count down only on RAs every host hears.
+	mc := hdr.IsMulticast6(&dst)
 	keep := v.old[:0]
 	for _, o := range v.old {
 		ra.Prefixes = append(ra.Prefixes, ndp.PrefixInfo{Prefix: o.l.Prefix, Bits: uint8(o.l.Bits), OnLink: true, Autonomous: o.l.Bits == 64})
-		if o.left--; o.left > 0 {
+		if mc {
+			o.left--
+		}
+		if o.left > 0 {
 			keep = append(keep, o)
 		}
 	}
@@ -276,6 +296,12 @@ func (c *Control) learn6(l6 *LAN6, ip *hdr.Addr6, mac [6]byte, has, aboutUs, noO
 		known = true
 	}
 	if known {
+		c.arpMu.Lock()
+		if c.v6.seen == nil {
+			c.v6.seen = map[hdr.Addr6]time.Time{}
+		}
+		c.v6.seen[*ip] = time.Now()
+		c.arpMu.Unlock()
 		if m, ok := c.e.Neighbors6().Lookup(ip); ok {
 			c.sendHeld6(*ip, m)
 		}
@@ -316,7 +342,7 @@ func (c *Control) resolve6(ip hdr.Addr6) {
 	if c.v6.lastNS == nil {
 		c.v6.lastNS = map[hdr.Addr6]time.Time{}
 	}
-	if t, ok := c.v6.lastNS[ip]; ok && now.Sub(t) < time.Second {
+	if t, ok := c.v6.lastNS[ip]; ok && now.Sub(t) < time.Second || !c.v6.nsLimit.allow(now.UnixNano()) {
 		c.arpMu.Unlock()
 		return
 	}
@@ -340,11 +366,37 @@ func (c *Control) unresolved6(b []byte) {
 		return
 	}
 	dst := hdr.IPv6(b[hdr.EthernetLen:]).Dst()
-	c.hold6.add(dst, b, time.Now())
+	if !c.hold6.add(dst, b, time.Now()) {
+		return // HoldHosts addresses wait already: no more solicitations
+	}
 	c.resolve6(dst)
 	if mac, ok := c.e.Neighbors6().Lookup(&dst); ok {
 		c.sendHeld6(dst, mac)
 	}
+}
+
+// sweep6 drops IPv6 neighbours no ND confirmed for Neighbor6TTL and those
+// outside the LAN prefix (Run calls it; it works once a minute).
+func (c *Control) sweep6(now time.Time) {
+	c.arpMu.Lock()
+	if now.Sub(c.v6.lastSweep) < time.Minute {
+		c.arpMu.Unlock()
+		return
+	}
+	c.v6.lastSweep = now
+	l6 := c.e.LAN6()
+	var gone []hdr.Addr6
+	for ip, t := range c.v6.seen {
+		if now.Sub(t) > Neighbor6TTL || l6 == nil || !l6.Contains(&ip) {
+			gone = append(gone, ip)
+			delete(c.v6.seen, ip)
+		}
+	}
+	c.arpMu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	c.e.DeleteNeighbors6(gone)
 }
 
 // sendHeld6 sends the frames held for ip, now that its MAC is known.

@@ -217,10 +217,14 @@ func TestControl6NeighborDiscovery(t *testing.T) {
 	if st := r.ctl.Stats(); st.HeldSent != 2 || st.IPv6.Learned != 2 || st.IPv6.NSSent != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	// An unsolicited NA from an unknown host teaches nothing.
+	// An unsolicited NA from an unknown host teaches nothing. (The NS
+	// after it is answered in order: once its NA is out, the NA before
+	// was handled.)
 	stranger := netip.MustParseAddr("2001:db8:0:1::88").As16()
 	r.lan.Inject(0, ndp.AppendUnsolicitedNA(nil, stranger, [6]byte{2, 0, 0, 0, 0, 0x88}, false))
-	time.Sleep(50 * time.Millisecond)
+	replies := r.ctl.Stats6().NSReplies
+	r.lan.Inject(0, hostNS(r.l6.Router))
+	waitFor(t, "the NS after it answered", 5*time.Second, func() bool { return r.ctl.Stats6().NSReplies > replies })
 	if _, ok := r.e.Neighbors6().Lookup(&stranger); ok {
 		t.Fatal("learned a host from an unsolicited NA")
 	}
@@ -273,5 +277,96 @@ func TestControl6Echo(t *testing.T) {
 	}
 	if st := r.ctl.Stats6(); st.EchoReplies != 3 || st.ToWAN6 != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestControl6Lifetimes: SetRA's lifetimes go out as given (a deprecated
+// delegated prefix with preferred 0), and after renumbering the old prefix
+// rides on the next raDeprecateCount RAs to all nodes, however many
+// solicited RAs go out between them.
+func TestControl6Lifetimes(t *testing.T) {
+	r := newCtl6Rig(t, true)
+	r.waitRA(t, "the first RA", func(m *ndp.Message, ra *ndp.RA) bool { return true })
+	r.ctl.SetRA(RAConfig{Valid: 5400 * time.Second, Preferred: 0})
+	r.waitRA(t, "an RA deprecating the prefix", func(m *ndp.Message, ra *ndp.RA) bool {
+		return len(ra.Prefixes) == 1 && ra.Prefixes[0].Preferred == 0 && ra.Prefixes[0].Valid == 5400*time.Second
+	})
+	next := netip.MustParseAddr("2001:db8:0:2::").As16()
+	l, _ := NewLAN6(next, 64, routerMAC)
+	r.e.SetLAN6(l)
+	multicastWithOld := 0
+	for round := 0; round < raDeprecateCount+1; round++ {
+		if round > 0 {
+			// Solicited RAs first: they carry the old prefix but do not
+			// count.
+			for i := 0; i < 3; i++ {
+				r.lan.Inject(0, rsFrame(t))
+				r.waitRA(t, "a solicited RA", func(m *ndp.Message, ra *ndp.RA) bool { return m.Dst == host6IP })
+			}
+			s := testSession() // toggling IPv6 makes an RA to all nodes at once
+			s.IPv6 = round%2 == 0
+			r.e.SetSession(s)
+		}
+		ra := r.waitRA(t, "an RA to all nodes", func(m *ndp.Message, ra *ndp.RA) bool { return m.Dst == ndp.AllNodes() })
+		if len(ra.Prefixes) == 2 {
+			multicastWithOld++
+		}
+	}
+	if multicastWithOld != raDeprecateCount {
+		t.Fatalf("old prefix on %d RAs to all nodes, want %d", multicastWithOld, raDeprecateCount)
+	}
+}
+
+// TestControl6NSRateLimited: a scan of the LAN prefix from the Internet
+// (echo requests pass the firewall) turns into at most NSRate
+// solicitations, not one per packet.
+func TestControl6NSRateLimited(t *testing.T) {
+	r := newCtl6Rig(t, true)
+	for i := 0; i < 300; i++ {
+		dst := lan6Prefix
+		dst[13], dst[14], dst[15] = 0x5c, byte(i>>8), byte(i)
+		for !r.wan.Inject(0, wanFrame6(t, pkt6{src: remote6IP, dst: dst, proto: layers.IPProtocolICMPv6, echoType: hdr.ICMP6EchoRequest})) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor(t, "the scan handled", 5*time.Second, func() bool { return r.e.Totals().Unresolved == 300 })
+	time.Sleep(100 * time.Millisecond)
+	ns := 0
+	r.lan.Drain(0, func(b []byte) {
+		if m, err := ndp.Parse(b); err == nil && m.Type == hdr.ICMP6NeighborSol {
+			ns++
+		}
+	})
+	if ns == 0 || ns > NSRate+5 {
+		t.Fatalf("%d solicitations for 300 addresses, want 1..%d", ns, NSRate+5)
+	}
+	if st := r.ctl.Stats6(); st.NSSent != uint64(ns) {
+		t.Fatalf("ns_sent %d, %d seen", st.NSSent, ns)
+	}
+}
+
+// TestControl6NeighborsAge: a neighbour no ND confirmed for Neighbor6TTL
+// is dropped, and so is one outside the prefix after renumbering.
+func TestControl6NeighborsAge(t *testing.T) {
+	r := newCtl6Rig(t, true)
+	r.lan.Inject(0, hostNS(r.l6.Router))
+	waitFor(t, "host learned", 5*time.Second, func() bool { _, ok := r.e.Neighbors6().Lookup(&host6IP); return ok })
+	r.ctl.sweep6(time.Now().Add(Neighbor6TTL - time.Minute))
+	if _, ok := r.e.Neighbors6().Lookup(&host6IP); !ok {
+		t.Fatal("dropped before its time")
+	}
+	r.ctl.v6.lastSweep = time.Time{}
+	r.ctl.sweep6(time.Now().Add(Neighbor6TTL + time.Minute))
+	if _, ok := r.e.Neighbors6().Lookup(&host6IP); ok {
+		t.Fatal("kept past Neighbor6TTL")
+	}
+	r.lan.Inject(0, hostNS(r.l6.Router))
+	waitFor(t, "host learned again", 5*time.Second, func() bool { _, ok := r.e.Neighbors6().Lookup(&host6IP); return ok })
+	l, _ := NewLAN6(netip.MustParseAddr("2001:db8:0:2::").As16(), 64, routerMAC)
+	r.e.SetLAN6(l)
+	r.ctl.v6.lastSweep = time.Time{}
+	r.ctl.sweep6(time.Now())
+	if _, ok := r.e.Neighbors6().Lookup(&host6IP); ok {
+		t.Fatal("a neighbour outside the new prefix kept")
 	}
 }

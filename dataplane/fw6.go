@@ -45,10 +45,10 @@ func (a *Allow6) match(proto uint8, port uint16, dst *hdr.Addr6) bool {
 const (
 	protoFrag6 = 44 // IPv6 fragment header
 	fw6TCP     = 7440e9
-	fw6TCPRS = 10e9 // after a reset
-	fw6UDP   = 300e9
-	fw6Echo  = 60e9
-	fw6Other = 600e9
+	fw6TCPRS   = 10e9 // after a reset
+	fw6UDP     = 300e9
+	fw6Echo    = 60e9
+	fw6Other   = 600e9
 	// fw6Probe bounds the slots one key may occupy from its hash.
 	fw6Probe = 16
 )
@@ -237,9 +237,9 @@ func (w *Worker) fw6Inbound(ip hdr.IPv6) bool {
 			return true
 		case t < 128:
 			// An error: it must quote a packet of a flow the LAN host
-			// started (its source is the host).
+			// it goes to started (the quote's source is that host).
 			inner := hdr.IPv6(l4[8:])
-			if len(inner) < hdr.IPv6Len || inner[0]>>4 != 6 {
+			if len(inner) < hdr.IPv6Len || inner[0]>>4 != 6 || [16]byte(inner[8:24]) != [16]byte(ip[24:40]) {
 				return false
 			}
 			k, _ := fw6Flow(inner, true)

@@ -104,6 +104,9 @@ func TestFirewall6(t *testing.T) {
 		if down(icmp6Error(t, remote6IP, host6IP, hdr.ICMP6PacketTooBig, other)) {
 			t.Fatal("an error about a flow the host never started got in")
 		}
+		if down(icmp6Error(t, remote6IP, server, hdr.ICMP6PacketTooBig, tcpOut)) {
+			t.Fatal("an error about the host's flow got in to another host")
+		}
 		// Echo: requests in (RFC 4890), replies only to the host's own.
 		if !down(pkt6{src: remote6IP, dst: host6IP, proto: layers.IPProtocolICMPv6, echoType: hdr.ICMP6EchoRequest, echoID: 9}) {
 			t.Fatal("echo request dropped")
@@ -124,10 +127,29 @@ func TestFirewall6(t *testing.T) {
 			down(pkt6{src: remote6IP, dst: host6IP, sport: 50000, dport: 443, proto: layers.IPProtocolTCP, syn: true}) {
 			t.Fatal("a port or host not allowed got in")
 		}
-		// State expires: UDP after fw6UDP without traffic.
+		// State expires: UDP after fw6UDP without traffic, not before.
+		up(udpOut)
+		r.clock.t += fw6UDP - 1e9
+		if !down(udpIn) {
+			t.Fatal("UDP state gone before its timeout")
+		}
 		r.clock.t += fw6UDP + 1e9
 		if down(udpIn) {
 			t.Fatal("UDP state outlived its timeout")
+		}
+		// A reset cuts TCP state short.
+		rst := pkt6{src: host6IP, dst: remote6IP, sport: 41000, dport: 443, proto: layers.IPProtocolTCP}
+		up(rst)
+		r.clock.t += 60e9
+		in := pkt6{src: remote6IP, dst: host6IP, sport: 443, dport: 41000, proto: layers.IPProtocolTCP}
+		if !down(in) {
+			t.Fatal("established TCP reply dropped")
+		}
+		rst.rst = true
+		up(rst)
+		r.clock.t += fw6TCPRS + 1e9
+		if down(in) {
+			t.Fatal("TCP state outlived a reset")
 		}
 	}
 }

@@ -87,6 +87,17 @@ func (e *Engine) SetNeighbors6(m map[hdr.Addr6][6]byte) {
 	e.neighbors6.Store(NewNeighbors6(m))
 }
 
+// DeleteNeighbors6 removes IPv6 neighbours (copy-on-write).
+func (e *Engine) DeleteNeighbors6(ips []hdr.Addr6) {
+	e.neighMu.Lock()
+	defer e.neighMu.Unlock()
+	m := e.neighbors6.Load().Map()
+	for _, ip := range ips {
+		delete(m, ip)
+	}
+	e.neighbors6.Store(NewNeighbors6(m))
+}
+
 // Neighbors6 returns the current IPv6 neighbour table.
 func (e *Engine) Neighbors6() *Neighbors6 { return e.neighbors6.Load() }
 
@@ -253,6 +264,14 @@ func (w *Worker) inbound6(f *nic.Frame) {
 	// prefix has nowhere to go (and must not loop back upstream).
 	if !l6.Contains(dst) {
 		w.drop(f, DropNotForUs)
+		return
+	}
+	// No packet from the session may claim a source that cannot be there
+	// (RFC 4291: multicast, unspecified, loopback, link-local; RFC 6092
+	// 3.1: the LAN's own prefix).
+	if src := (*hdr.Addr6)(ip[8:24]); hdr.IsMulticast6(src) || hdr.IsLinkLocal6(src) || l6.Contains(src) ||
+		binary.BigEndian.Uint64(src[:8]) == 0 && binary.BigEndian.Uint64(src[8:]) <= 1 {
+		w.drop(f, DropMartian)
 		return
 	}
 	if !w.fw6Inbound(ip) {

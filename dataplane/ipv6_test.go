@@ -46,7 +46,7 @@ type pkt6 struct {
 	proto        layers.IPProtocol
 	hop          uint8
 	payload      int
-	syn          bool
+	syn, rst     bool
 	mss          uint16
 	tc           uint8
 	// ICMPv6: the type (echo request if 0), the echo id, or the whole
@@ -69,7 +69,7 @@ func (p pkt6) layers(t testing.TB) []gopacket.SerializableLayer {
 		u.SetNetworkLayerForChecksum(ip)
 		return []gopacket.SerializableLayer{ip, u, pl}
 	case layers.IPProtocolTCP:
-		tc := &layers.TCP{SrcPort: layers.TCPPort(p.sport), DstPort: layers.TCPPort(p.dport), SYN: p.syn, ACK: !p.syn, Window: 1000, Seq: 1}
+		tc := &layers.TCP{SrcPort: layers.TCPPort(p.sport), DstPort: layers.TCPPort(p.dport), SYN: p.syn, RST: p.rst, ACK: !p.syn, Window: 1000, Seq: 1}
 		if p.mss != 0 {
 			tc.Options = []layers.TCPOption{{OptionType: layers.TCPOptionKindMSS, OptionLength: 4, OptionData: []byte{byte(p.mss >> 8), byte(p.mss)}}}
 		}
@@ -217,6 +217,9 @@ func TestIPv6Exceptions(t *testing.T) {
 		{"down: outside the LAN prefix", false, pkt6{src: remote6IP, dst: other, proto: layers.IPProtocolUDP}, DropNotForUs, false, 0, false},
 		{"down: hop limit 1", false, pkt6{src: remote6IP, dst: host6IP, proto: layers.IPProtocolUDP, hop: 1}, DropTTLExceeded, false, hdr.ICMP6TimeExceeded, true},
 		{"down: unsolicited", false, pkt6{src: remote6IP, dst: host6IP, sport: 53, dport: 9999, proto: layers.IPProtocolUDP}, DropFirewall, false, 0, false},
+		{"down: source in the LAN prefix", false, pkt6{src: netip.MustParseAddr("2001:db8:0:1::20").As16(), dst: host6IP, proto: layers.IPProtocolICMPv6}, DropMartian, false, 0, false},
+		{"down: link-local source", false, pkt6{src: netip.MustParseAddr("fe80::1").As16(), dst: host6IP, proto: layers.IPProtocolICMPv6}, DropMartian, false, 0, false},
+		{"down: loopback source", false, pkt6{src: netip.MustParseAddr("::1").As16(), dst: host6IP, proto: layers.IPProtocolICMPv6}, DropMartian, false, 0, false},
 		{"down: multicast", false, pkt6{src: netip.MustParseAddr("fe80::1").As16(), dst: allNodes, proto: layers.IPProtocolICMPv6}, numReasons, true, 0, false},
 	}
 	for _, c := range cases {
