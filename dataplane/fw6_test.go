@@ -16,7 +16,7 @@ func TestFirewall6(t *testing.T) {
 	server := netip.MustParseAddr("2001:db8:0:1::80").As16()
 	for _, workers := range []int{1, 2} {
 		r := rig6(t, workers, func(c *Config) {
-			c.Allow6 = []Allow6{{Proto: hdr.ProtoTCP, Port: 443, Host: netip.MustParseAddr("::80").As16()}}
+			c.Allow6 = []Allow6{{Proto: hdr.ProtoTCP, Port: 443, Host: netip.MustParseAddr("::80").As16()}, {Proto: 50}}
 		})
 		r.e.SetNeighbor6(server, [6]byte{2, 0, 0, 0, 0, 0x80})
 		down := func(p pkt6) (passed bool) {
@@ -61,19 +61,25 @@ func TestFirewall6(t *testing.T) {
 		}
 		// Fragments (a large DNS answer) from a remote the host sent UDP
 		// to; not from another.
-		frag := func(from [16]byte) bool {
+		raw := func(next uint8, from [16]byte) bool {
 			b := make([]byte, hdr.IPv6Len+8+16)
 			ip := hdr.IPv6(b)
-			ip.SetHeader(protoFrag6, 60, 8+16, &from, &host6IP)
+			ip.SetHeader(next, 60, 8+16, &from, &host6IP)
 			b[40], b[42], b[43] = hdr.ProtoUDP, 0x05, 0xa8 // UDP, offset 181*8, last
 			before := r.e.Totals()
 			r.wan.Inject(0, wanIPFrame(t, b))
 			r.step()
 			got := len(r.drainLAN())
 			if fw := r.e.Totals().Drops[DropFirewall] - before.Drops[DropFirewall]; got+int(fw) != 1 {
-				t.Fatalf("fragment: %d delivered, %d dropped", got, fw)
+				t.Fatalf("protocol %d: %d delivered, %d dropped", next, got, fw)
 			}
 			return got == 1
+		}
+		frag := func(from [16]byte) bool { return raw(protoFrag6, from) }
+		// A protocol allowed without ports (ESP, as IPsec needs) gets in;
+		// one not allowed does not.
+		if !raw(50, remote6IP) || raw(47, remote6IP) {
+			t.Fatal("ESP (allowed) or GRE (not allowed) handled wrong")
 		}
 		if !frag(remote6IP) {
 			t.Fatal("a fragment from the remote the host talks UDP to dropped")

@@ -45,6 +45,9 @@ type Config struct {
 	// NoFirewall6; Allow6 opens inbound ports to LAN hosts.
 	NoFirewall6 bool               `key:"ipv6.firewall"`
 	Allow6      []dataplane.Allow6 `key:"ipv6.allow"`
+	// NoIPsec6 closes what the firewall lets in by default for IPsec
+	// (RFC 6092 REC-22..24: ESP, AH and IKE on UDP 500 to LAN hosts).
+	NoIPsec6 bool `key:"ipv6.ipsec"`
 
 	PPPoE pppoe.ClientConfig `key:"pppoe.* or wan.vlan*"` // user, password, service, AC, VLAN, MTU, state, echo
 
@@ -152,6 +155,15 @@ func (c *Config) set(key, val string) error {
 			c.NoFirewall6 = false
 		case "off", "no":
 			c.NoFirewall6 = true
+		default:
+			return fmt.Errorf("%q: want on or off", val)
+		}
+	case "ipv6.ipsec":
+		switch val {
+		case "on", "yes":
+			c.NoIPsec6 = false
+		case "off", "no":
+			c.NoIPsec6 = true
 		default:
 			return fmt.Errorf("%q: want on or off", val)
 		}
@@ -362,6 +374,20 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ipsecAllow6 is what RFC 6092 REC-22..24 say a gateway's default must
+// not block: ESP, AH and IKE.
+var ipsecAllow6 = []dataplane.Allow6{{Proto: 50}, {Proto: 51}, {Proto: hdr.ProtoUDP, Port: 500}}
+
+// Firewall6Allow returns the inbound IPv6 openings: ipv6.allow, and
+// IPsec's unless ipv6.ipsec is off.
+func (c *Config) Firewall6Allow() []dataplane.Allow6 {
+	out := append([]dataplane.Allow6(nil), c.Allow6...)
+	if !c.NoIPsec6 {
+		out = append(out, ipsecAllow6...)
+	}
+	return out
 }
 
 // IPv6 reports whether IPv6 is on (a static prefix or DHCPv6-PD).

@@ -97,6 +97,7 @@ func TestConfigIPv6(t *testing.T) {
 		{base + "pppoe.dhcpv6_pd 70\n", "want on, off or the prefix length"},
 		{base + "lan.ipv6_dns 192.0.2.1\n", "want IPv6 addresses"},
 		{base + "ipv6.firewall maybe\n", "want on or off"},
+		{base + "ipv6.ipsec maybe\n", "want on or off"},
 		{base + "ipv6.allow tcp 443\n", "want tcp|udp PORT HOST"},
 		{base + "ipv6.allow udp 0 any\n", "out of range"},
 		{base + "ipv6.allow tcp 22 10.0.0.5\n", "want an IPv6 address"},
@@ -115,6 +116,13 @@ func TestConfigIPv6(t *testing.T) {
 	c, err = ParseConfig(strings.NewReader(base + "ipv6.firewall off\nipv6.allow tcp 443 ::80\nipv6.allow = any 2001:db8::5\nipv6.allow udp 53 any\n"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := len(c.Firewall6Allow()); n != 6 {
+		t.Fatalf("%d openings with IPsec's, want 6", n)
+	}
+	c.NoIPsec6 = true
+	if n := len(c.Firewall6Allow()); n != 3 {
+		t.Fatalf("%d openings without IPsec's, want 3", n)
 	}
 	a := c.Allow6
 	if !c.NoFirewall6 || len(a) != 3 || a[0].Proto != 6 || a[0].Port != 443 || a[0].Host[15] != 0x80 || a[0].Host[0] != 0 ||

@@ -100,7 +100,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		Workers: cfg.Workers, LAN: r.lan, WAN: r.wan,
 		RouterMAC: r.lanMAC, RouterAddr: cfg.RouterAddr(), LANNet: cfg.LANNet(), LANBits: cfg.LANAddr.Bits(),
 		PortLo: cfg.PortLo, PortHi: cfg.PortHi, NAT: cfg.NAT, Up: cfg.Up, Down: cfg.Down,
-		NoFirewall6: cfg.NoFirewall6, Allow6: cfg.Allow6,
+		NoFirewall6: cfg.NoFirewall6, Allow6: cfg.Firewall6Allow(),
 		Pin: pin.PinNth, ThreadCPU: threadCPU,
 	}
 	if r.e, err = dataplane.New(dc); err != nil {
