@@ -328,6 +328,62 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 		t.Error("client's Deliver never received an echo reply")
 	}
 
+	if ipv6 {
+		// IPv6 data over the session (PPP 0x0057, as pppfwd's workers
+		// send it): an ICMPv6 echo from our link-local address to
+		// pppd's, answered by the VM's kernel on ppp0 (retried while
+		// ppp0's addresses settle).
+		s = client.Session()
+		if !s.IPv6 {
+			t.Fatal("the published session does not carry IPv6 with IPv6CP open")
+		}
+		src, dst := [16]byte{0: 0xfe, 1: 0x80}, [16]byte{0: 0xfe, 1: 0x80}
+		copy(src[8:], s.LocalIfID[:])
+		copy(dst[8:], s.PeerIfID[:])
+		got := false
+		for try := 0; try < 20 && !got; try++ {
+			pkt := make([]byte, hdr.IPv6Len+8+6)
+			hdr.IPv6(pkt).SetHeader(hdr.ProtoICMP6, 64, 8+6, &src, &dst)
+			m := pkt[hdr.IPv6Len:]
+			m[0] = hdr.ICMP6EchoRequest
+			binary.BigEndian.PutUint16(m[4:], 0x6666)
+			binary.BigEndian.PutUint16(m[6:], uint16(try))
+			copy(m[8:], "pppfwd")
+			hdr.ICMP6Checksum(m, &src, &dst)
+			f.SetData(pkt)
+			if !s.Encap(f) {
+				t.Fatal("Encap: no headroom")
+			}
+			if err := data.WriteFrame(f.Data()); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(500 * time.Millisecond)
+			for !got && time.Now().Before(deadline) {
+				n, err := data.ReadFrame(buf, time.Until(deadline))
+				if errors.Is(err, rawsock.ErrTimeout) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.SetData(buf[:n])
+				if s.Decap(f) != pppoe.DecapIPv6 {
+					continue
+				}
+				ip := hdr.IPv6(f.Data())
+				if !ip.IsValid() || ip.NextHeader() != hdr.ProtoICMP6 || ip.Src() != dst || ip.Dst() != src {
+					continue
+				}
+				r := ip.Payload()
+				got = len(r) >= 8 && r[0] == hdr.ICMP6EchoReply && binary.BigEndian.Uint16(r[4:]) == 0x6666 &&
+					hdr.ICMP6ChecksumOK(r, &dst, &src) && string(r[8:]) == "pppfwd"
+			}
+		}
+		if !got {
+			t.Errorf("no ICMPv6 echo reply from pppd's %s over the session", linkLocal(s.PeerIfID))
+		}
+	}
+
 	// pppd -> client: the VM pings our address; the test answers through
 	// Deliver and Client.SendIPv4.
 	respond, respondDone := make(chan struct{}), make(chan struct{})
