@@ -101,8 +101,15 @@ func TestIntegrationLab(t *testing.T) {
 			if got, err := l.UDPEcho6(16, 10); err != nil || got != 160 {
 				t.Fatalf("UDP echo over IPv6: %d of 160 came back (%v); counters %+v", got, err, l.R.Engine().Totals())
 			}
-			if c := l.R.Engine().Totals(); c.IPv6Up < 160 || c.IPv6Down < 160 {
-				t.Fatalf("IPv6 counters up %d down %d", c.IPv6Up, c.IPv6Down)
+			// (Counters are published every 64th loop and when idle:
+			// give the workers a moment, as for IPv4 above.)
+			c6 := l.R.Engine().Totals()
+			for deadline := time.Now().Add(2 * time.Second); (c6.IPv6Up < 160 || c6.IPv6Down < 160) && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+				c6 = l.R.Engine().Totals()
+			}
+			if c6.IPv6Up < 160 || c6.IPv6Down < 160 {
+				t.Fatalf("IPv6 counters up %d down %d", c6.IPv6Up, c6.IPv6Down)
 			}
 			// What the LAN host did not ask for stays out.
 			if blocked, err := l.Unsolicited6(a6, 3); err != nil || !blocked {

@@ -139,6 +139,9 @@ func (c *Config) set(key, val string) error {
 			err = fmt.Errorf("%q: want an IPv6 /64 (hosts number themselves in it by SLAAC)", val)
 		}
 		c.LAN6Prefix = c.LAN6Prefix.Masked()
+		if a := c.LAN6Prefix.Addr(); err == nil && (!a.IsGlobalUnicast() || a.IsLinkLocalUnicast()) {
+			err = fmt.Errorf("%q: want a global unicast prefix", val)
+		}
 	case "lan.ipv6_subnet":
 		c.LAN6Subnet, err = atoiRange(val, 0, 65535)
 	case "lan.ipv6_dns":
@@ -359,6 +362,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LAN6Subnet != 0 && !c.PD {
 		return fmt.Errorf("lan.ipv6_subnet needs pppoe.dhcpv6_pd")
+	}
+	if !c.IPv6() && (len(c.LAN6DNS) > 0 || len(c.Allow6) > 0) {
+		return fmt.Errorf("lan.ipv6_dns and ipv6.allow need IPv6 on (lan.ipv6_prefix or pppoe.dhcpv6_pd)")
 	}
 	if c.PDHint != 0 && c.LAN6Subnet >= 1<<(64-c.PDHint) {
 		return fmt.Errorf("lan.ipv6_subnet %d does not fit a /%d", c.LAN6Subnet, c.PDHint)

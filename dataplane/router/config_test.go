@@ -96,6 +96,11 @@ func TestConfigIPv6(t *testing.T) {
 		{base + "pppoe.dhcpv6_pd 60\nlan.ipv6_subnet 16\n", "does not fit a /60"},
 		{base + "pppoe.dhcpv6_pd 70\n", "want on, off or the prefix length"},
 		{base + "lan.ipv6_dns 192.0.2.1\n", "want IPv6 addresses"},
+		{base + "lan.ipv6_prefix fe80::/64\n", "global unicast"},
+		{base + "lan.ipv6_prefix ff00::/64\n", "global unicast"},
+		{base + "lan.ipv6_prefix ::/64\n", "global unicast"},
+		{base + "lan.ipv6_dns 2001:db8::53\n", "need IPv6 on"},
+		{base + "ipv6.allow tcp 22 any\n", "need IPv6 on"},
 		{base + "ipv6.firewall maybe\n", "want on or off"},
 		{base + "ipv6.ipsec maybe\n", "want on or off"},
 		{base + "ipv6.allow tcp 443\n", "want tcp|udp PORT HOST"},
@@ -113,7 +118,7 @@ func TestConfigIPv6(t *testing.T) {
 	if !c.IPv6() || c.PD || c.LAN6Prefix.String() != "2001:db8:0:5::/64" || len(c.dns6()) != 2 || c.dns6()[1][15] != 0x54 || c.NoFirewall6 {
 		t.Fatalf("static: %+v", c)
 	}
-	c, err = ParseConfig(strings.NewReader(base + "ipv6.firewall off\nipv6.allow tcp 443 ::80\nipv6.allow = any 2001:db8::5\nipv6.allow udp 53 any\n"))
+	c, err = ParseConfig(strings.NewReader(base + "pppoe.dhcpv6_pd on\nipv6.firewall off\nipv6.allow tcp 443 ::80\nipv6.allow = any 2001:db8::5\nipv6.allow udp 53 any\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

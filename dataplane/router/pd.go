@@ -22,8 +22,9 @@ const (
 
 // pd runs the DHCPv6 prefix-delegation client over the session: it asks
 // when IPv6CP opens, renews on its own timers, and gives the LAN /64
-// number Config.LAN6Subnet of what the ISP delegates. One goroutine owns
-// the client; the control plane hands it packets through input.
+// number Config.LAN6Subnet of what the ISP delegates. run drives the
+// client (stats reads it too, under cliMu); the control plane hands it
+// packets through input.
 type pd struct {
 	r     *Router
 	cliMu sync.Mutex // held around every call into cli (onLease runs inside)
@@ -32,9 +33,8 @@ type pd struct {
 	wake  chan struct{}
 
 	mu     sync.Mutex
-	up     bool // the session carries IPv6 (latest)
-	lease  dhcp6.Lease
-	have   bool
+	up     bool   // the session carries IPv6 (latest)
+	ups    uint64 // times it started to (a flap between two wakes is not lost)
 	lanErr string
 	buf    []byte
 }
@@ -72,6 +72,9 @@ func (p *pd) input(ip []byte) {
 // session records whether the session carries IPv6 (publish calls it).
 func (p *pd) session(up bool) {
 	p.mu.Lock()
+	if up && !p.up {
+		p.ups++
+	}
 	p.up = up
 	p.mu.Unlock()
 	select {
@@ -99,10 +102,11 @@ func (p *pd) send(msg []byte) {
 func (p *pd) onLease(l dhcp6.Lease) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lease, p.have, p.lanErr = l, l.Valid > 0, ""
+	p.lanErr = ""
 	if l.Valid <= 0 {
 		p.r.logf("pppfwd: dhcpv6: delegated prefix lost; IPv6 off on the LAN")
 		p.r.e.SetLAN6(nil)
+		p.r.ctl.SetRA(dataplane.RAConfig{DNS: p.r.cfg.dns6()}) // its DNS servers go with it
 		return
 	}
 	lan, err := lanSubnet(l.Prefix, l.Bits, p.r.cfg.LAN6Subnet)
@@ -146,17 +150,17 @@ func (e errString) Error() string { return string(e) }
 func (p *pd) run(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	wasUp := false
+	var seen uint64
 	for {
 		p.mu.Lock()
-		up := p.up
+		up, ups := p.up, p.ups
 		p.mu.Unlock()
 		now := time.Now()
 		p.cliMu.Lock()
-		if up && !wasUp {
+		if up && ups != seen {
 			p.cli.Start(now) // a new session: ask (again), hinting a lease held
 		}
-		wasUp = up
+		seen = ups
 		if next := p.cli.Next(); !next.IsZero() && !now.Before(next) {
 			p.cli.Tick(now)
 		}
@@ -183,13 +187,14 @@ func (p *pd) run(ctx context.Context) {
 func (p *pd) stats() *PDStats {
 	p.cliMu.Lock()
 	cs := p.cli.Stats()
+	l, have := p.cli.Lease() // renewed in place: onLease sees only changes
 	p.cliMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := &PDStats{Client: cs, Error: p.lanErr}
-	if p.have {
-		s.Delegated = netip.PrefixFrom(netip.AddrFrom16(p.lease.Prefix), p.lease.Bits).String()
-		s.ValidLeft = time.Until(p.lease.Obtained.Add(p.lease.Valid)).Seconds()
+	if have {
+		s.Delegated = netip.PrefixFrom(netip.AddrFrom16(l.Prefix), l.Bits).String()
+		s.ValidLeft = time.Until(l.Obtained.Add(l.Valid)).Seconds()
 		if l6 := p.r.e.LAN6(); l6 != nil {
 			s.LAN = netip.PrefixFrom(netip.AddrFrom16(l6.Prefix), l6.Bits).String()
 		}

@@ -141,7 +141,7 @@ func (r *Router) publish(s *pppoe.Session) {
 	if s == nil {
 		r.logf("pppfwd: session down")
 	} else {
-		r.logf("pppfwd: session %d up: %s peer %s mtu %d", s.ID, addrString(s.LocalAddr), addrString(s.PeerAddr), s.MTU)
+		r.logf("pppfwd: session %d up: %s peer %s mtu %d ipv6 %v", s.ID, addrString(s.LocalAddr), addrString(s.PeerAddr), s.MTU, s.IPv6)
 	}
 	r.e.SetSession(s)
 	if r.pd != nil {

@@ -614,11 +614,17 @@ func (c *Client) bind(now time.Time, m *Message, ia *IAPD, p Prefix, minPref tim
 		ServerID:  slices.Clone(m.ServerID),
 		Obtained:  now,
 	}
+	// A deprecated prefix (preferred 0) is renewed by its valid
+	// lifetime: a base of 0 would renew once a second.
+	base := minPref
+	if base == 0 {
+		base = l.Valid
+	}
 	if ia.T1 == 0 {
-		l.T1 = scale(minPref, 0.5)
+		l.T1 = scale(base, 0.5)
 	}
 	if ia.T2 == 0 {
-		l.T2 = scale(minPref, 0.8)
+		l.T2 = scale(base, 0.8)
 	}
 	l.T1 = max(l.T1, minT1)
 	l.T2 = max(l.T2, l.T1)

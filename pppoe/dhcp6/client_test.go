@@ -709,8 +709,9 @@ func TestReplyChanges(t *testing.T) {
 			}},
 		{"deprecated prefix, T1 and T2 left to the client", IAPD{IAID: 1, Prefixes: []Prefix{{Prefix: a6("2001:db8:100::"), Bits: 56, Preferred: 0, Valid: 900}}},
 			[]hdr.Addr6{dnsAddr}, 2, func(t *testing.T, l *link) {
-				// 0.5 and 0.8 of a zero preferred lifetime: floored at 1s.
-				if le := l.lease(); le.T1 != time.Second || le.T2 != time.Second {
+				// Not 0.5 and 0.8 of a zero preferred lifetime (a Renew a
+				// second): of the valid lifetime.
+				if le := l.lease(); le.T1 != 450*time.Second || le.T2 != 720*time.Second {
 					t.Fatalf("lease %+v", le)
 				}
 			}},
