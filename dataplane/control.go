@@ -254,8 +254,11 @@ func (c *Control) moveAllowed(ip uint32, gratuitous bool) bool {
 }
 
 // sendHeld sends the frames held for ip, now that its MAC is known.
-func (c *Control) sendHeld(ip uint32, mac [6]byte) {
-	frames := c.hold.take(ip, time.Now())
+func (c *Control) sendHeld(ip uint32, mac [6]byte) { sendHeldFrom(c, &c.hold, ip, mac) }
+
+// sendHeldFrom sends the frames q holds for ip to mac.
+func sendHeldFrom[K comparable](c *Control, q *holdQueue[K], ip K, mac [6]byte) {
+	frames := q.take(ip, time.Now())
 	if frames == nil {
 		return
 	}
@@ -269,9 +272,9 @@ func (c *Control) sendHeld(ip uint32, mac [6]byte) {
 		}
 	}
 	if failed > 0 {
-		c.hold.notSent(failed)
+		q.notSent(failed)
 	}
-	c.hold.giveBack(frames)
+	q.giveBack(frames)
 }
 
 // SlowStats returns the slow-path pool's counters.

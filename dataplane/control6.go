@@ -400,25 +400,7 @@ func (c *Control) sweep6(now time.Time) {
 }
 
 // sendHeld6 sends the frames held for ip, now that its MAC is known.
-func (c *Control) sendHeld6(ip hdr.Addr6, mac [6]byte) {
-	frames := c.hold6.take(ip, time.Now())
-	if frames == nil {
-		return
-	}
-	failed := 0
-	for _, b := range frames {
-		copy(b[0:6], mac[:])
-		if c.e.Send(ToLAN, b) == nil {
-			c.heldSent.Add(1)
-		} else {
-			failed++
-		}
-	}
-	if failed > 0 {
-		c.hold6.notSent(failed)
-	}
-	c.hold6.giveBack(frames)
-}
+func (c *Control) sendHeld6(ip hdr.Addr6, mac [6]byte) { sendHeldFrom(c, &c.hold6, ip, mac) }
 
 // fromWAN6 handles an IPv6 packet for the router from the session (f
 // holds it, with headroom): echo requests to its addresses are answered,

@@ -346,14 +346,7 @@ func (w *Worker) icmp6ToLAN(f *nic.Frame, typ, code uint8, param uint32) {
 		w.pool.Put(f)
 		return
 	}
-	eth := hdr.Ethernet(f.Push(hdr.EthernetLen))
-	eth.SetAddrs(srcMAC, w.cfg.RouterMAC)
-	eth.SetType(hdr.EtherTypeIPv6)
-	w.c.ICMPSent++
-	w.lanQ = append(w.lanQ, f)
-	if len(w.lanQ) == cap(w.lanQ) {
-		w.flushLAN()
-	}
+	w.errorBackToLAN(f, srcMAC, hdr.EtherTypeIPv6)
 }
 
 // icmp6ToWAN replaces the WAN packet f (IPv6 at the front) by an ICMPv6

@@ -586,9 +586,15 @@ func (w *Worker) icmpToLAN(f *nic.Frame, typ, code uint8, mtu uint16) {
 		w.pool.Put(f)
 		return
 	}
+	w.errorBackToLAN(f, srcMAC, hdr.EtherTypeIPv4)
+}
+
+// errorBackToLAN queues the ICMP or ICMPv6 error in f (IP at the front)
+// on the LAN to the host at mac that caused it.
+func (w *Worker) errorBackToLAN(f *nic.Frame, mac [6]byte, et uint16) {
 	eth := hdr.Ethernet(f.Push(hdr.EthernetLen))
-	eth.SetAddrs(srcMAC, w.cfg.RouterMAC)
-	eth.SetType(hdr.EtherTypeIPv4)
+	eth.SetAddrs(mac, w.cfg.RouterMAC)
+	eth.SetType(et)
 	w.c.ICMPSent++
 	w.lanQ = append(w.lanQ, f)
 	if len(w.lanQ) == cap(w.lanQ) {

@@ -184,18 +184,7 @@ func (s *Server) SendIPv4(ip []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss := s.byAddr[v.Dst()]
-	if ss == nil || ss.link == nil || !ss.link.isUp {
-		s.counters.Dropped++
-		return ErrNotUp
-	}
-	if len(ip) > ss.link.mtu() {
-		s.counters.Dropped++
-		return fmt.Errorf("pppoe: packet of %d bytes exceeds session MTU %d", len(ip), ss.link.mtu())
-	}
-	ss.sendPPP(pppIPv4, ip)
-	s.counters.IPv4Out++
-	return s.writeErr
+	return s.sendIP(s.byAddr[v.Dst()], pppIPv4, ip, &s.counters.IPv4Out)
 }
 
 // SendIPv6 sends the IPv6 packet ip to client session id (IPv6 has no
@@ -206,8 +195,12 @@ func (s *Server) SendIPv6(id uint16, ip []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss := s.sessions[id]
-	if ss == nil || ss.link == nil || !ss.link.isUp || !ss.link.ipv6Up {
+	return s.sendIP(s.sessions[id], pppIPv6, ip, &s.counters.IPv6Out)
+}
+
+// sendIP sends ip over ss (s.mu held) if its network protocol is open.
+func (s *Server) sendIP(ss *srvSession, proto uint16, ip []byte, sent *uint64) error {
+	if ss == nil || ss.link == nil || !ss.link.isUp || proto == pppIPv6 && !ss.link.ipv6Up {
 		s.counters.Dropped++
 		return ErrNotUp
 	}
@@ -215,8 +208,8 @@ func (s *Server) SendIPv6(id uint16, ip []byte) error {
 		s.counters.Dropped++
 		return fmt.Errorf("pppoe: packet of %d bytes exceeds session MTU %d", len(ip), ss.link.mtu())
 	}
-	ss.sendPPP(pppIPv6, ip)
-	s.counters.IPv6Out++
+	ss.sendPPP(proto, ip)
+	*sent++
 	return s.writeErr
 }
 

@@ -66,15 +66,8 @@ func (l *Lab) setupIPv6() error {
 		return err
 	}
 	l.v6.srv = srv
-	return l.Inet.Do(func() error {
-		c, err := net.ListenUDP("udp6", net.UDPAddrFromAddrPort(netip.AddrPortFrom(Remote6Addr, 7)))
-		if err != nil {
-			return err
-		}
-		l.echo6 = c
-		go udpEchoServer(c)
-		return nil
-	})
+	l.echo6, err = l.startEcho("udp6", Remote6Addr)
+	return err
 }
 
 // Delegated returns the prefix the ISP delegated to the router, if any.

@@ -72,15 +72,20 @@ func (l *Lab) setupInternet() error {
 	if _, err := l.ISP.Exec("ip", "route", "add", "100.64.0.0/24", "dev", upstreamIf); err != nil {
 		return err
 	}
-	return l.Inet.Do(func() error {
-		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(RemoteAddr, 7)))
-		if err != nil {
-			return err
-		}
-		l.echo = c
-		go udpEchoServer(c)
-		return nil
+	l.echo, err = l.startEcho("udp4", RemoteAddr)
+	return err
+}
+
+// startEcho opens the Internet host's UDP echo service (port 7) on addr.
+func (l *Lab) startEcho(network string, addr netip.Addr) (c *net.UDPConn, err error) {
+	err = l.Inet.Do(func() error {
+		c, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 7)))
+		return err
 	})
+	if err == nil {
+		go udpEchoServer(c)
+	}
+	return c, err
 }
 
 // udpEchoServer answers every datagram with itself until the socket closes.

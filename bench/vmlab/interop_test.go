@@ -33,6 +33,36 @@ func ipString(a uint32) string {
 
 // linkLocal is the fe80::/64 address of an IPv6CP interface identifier,
 // as pppd and ip print it.
+// exchange sends the IP packet pkt over session s on data and reads for
+// wait until a frame that decapsulates as want carries a packet match
+// accepts.
+func exchange(t *testing.T, data *rawsock.Conn, s *pppoe.Session, pkt []byte, want pppoe.DecapResult, wait time.Duration, match func(ip []byte) bool) bool {
+	t.Helper()
+	f := nic.NewFrame()
+	f.SetData(pkt)
+	if !s.Encap(f) {
+		t.Fatal("Encap: no headroom")
+	}
+	if err := data.WriteFrame(f.Data()); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
+		n, err := data.ReadFrame(buf, time.Until(deadline))
+		if errors.Is(err, rawsock.ErrTimeout) {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.SetData(buf[:n])
+		if s.Decap(f) == want && match(f.Data()) {
+			return true
+		}
+	}
+	return false
+}
+
 func linkLocal(ifid [8]byte) string {
 	ip := make(net.IP, 16)
 	ip[0], ip[1] = 0xfe, 0x80
@@ -278,36 +308,16 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 	// the client's Deliver.
 	// pppd may still be bringing ppp0 up (ip-up) when its IPCP is open,
 	// so the first request is retried once a second.
-	buf := make([]byte, 2048)
-	f := nic.NewFrame()
 	for seq := uint16(1); seq <= 3; seq++ {
 		payload := fmt.Sprintf("pppfwd-%d", seq)
 		got := false
 		for try := 0; try < 10 && !got; try++ {
-			f.SetData(icmpEcho(s.LocalAddr, s.PeerAddr, 8, 0x4242, seq, []byte(payload)))
-			if !s.Encap(f) {
-				t.Fatal("Encap: no headroom")
-			}
-			if err := data.WriteFrame(f.Data()); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(time.Second)
-			for !got && time.Now().Before(deadline) {
-				n, err := data.ReadFrame(buf, time.Until(deadline))
-				if errors.Is(err, rawsock.ErrTimeout) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.SetData(buf[:n])
-				if s.Decap(f) != pppoe.DecapIPv4 {
-					continue
-				}
-				e, ok := parseEcho(f.Data())
-				got = ok && e.typ == 0 && e.id == 0x4242 && e.seq == seq && e.payload == payload &&
-					e.src == s.PeerAddr && e.dst == s.LocalAddr
-			}
+			got = exchange(t, data, s, icmpEcho(s.LocalAddr, s.PeerAddr, 8, 0x4242, seq, []byte(payload)), pppoe.DecapIPv4, time.Second,
+				func(ip []byte) bool {
+					e, ok := parseEcho(ip)
+					return ok && e.typ == 0 && e.id == 0x4242 && e.seq == seq && e.payload == payload &&
+						e.src == s.PeerAddr && e.dst == s.LocalAddr
+				})
 		}
 		if !got {
 			t.Fatalf("no echo reply %d from pppd's %s", seq, brasLocal)
@@ -350,34 +360,15 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 			binary.BigEndian.PutUint16(m[6:], uint16(try))
 			copy(m[8:], "pppfwd")
 			hdr.ICMP6Checksum(m, &src, &dst)
-			f.SetData(pkt)
-			if !s.Encap(f) {
-				t.Fatal("Encap: no headroom")
-			}
-			if err := data.WriteFrame(f.Data()); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(500 * time.Millisecond)
-			for !got && time.Now().Before(deadline) {
-				n, err := data.ReadFrame(buf, time.Until(deadline))
-				if errors.Is(err, rawsock.ErrTimeout) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.SetData(buf[:n])
-				if s.Decap(f) != pppoe.DecapIPv6 {
-					continue
-				}
-				ip := hdr.IPv6(f.Data())
+			got = exchange(t, data, s, pkt, pppoe.DecapIPv6, 500*time.Millisecond, func(b []byte) bool {
+				ip := hdr.IPv6(b)
 				if !ip.IsValid() || ip.NextHeader() != hdr.ProtoICMP6 || ip.Src() != dst || ip.Dst() != src {
-					continue
+					return false
 				}
 				r := ip.Payload()
-				got = len(r) >= 8 && r[0] == hdr.ICMP6EchoReply && binary.BigEndian.Uint16(r[4:]) == 0x6666 &&
+				return len(r) >= 8 && r[0] == hdr.ICMP6EchoReply && binary.BigEndian.Uint16(r[4:]) == 0x6666 &&
 					hdr.ICMP6ChecksumOK(r, &dst, &src) && string(r[8:]) == "pppfwd"
-			}
+			})
 		}
 		if !got {
 			t.Errorf("no ICMPv6 echo reply from pppd's %s over the session", linkLocal(s.PeerIfID))
