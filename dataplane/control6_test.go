@@ -345,6 +345,13 @@ func TestControl6NSRateLimited(t *testing.T) {
 	}
 }
 
+// resetSweep lets the next sweep6 run at once (Run sweeps too).
+func resetSweep(c *Control) {
+	c.arpMu.Lock()
+	c.v6.lastSweep = time.Time{}
+	c.arpMu.Unlock()
+}
+
 // TestControl6NeighborsAge: a neighbour no ND confirmed for Neighbor6TTL
 // is dropped, and so is one outside the prefix after renumbering.
 func TestControl6NeighborsAge(t *testing.T) {
@@ -355,7 +362,7 @@ func TestControl6NeighborsAge(t *testing.T) {
 	if _, ok := r.e.Neighbors6().Lookup(&host6IP); !ok {
 		t.Fatal("dropped before its time")
 	}
-	r.ctl.v6.lastSweep = time.Time{}
+	resetSweep(r.ctl)
 	r.ctl.sweep6(time.Now().Add(Neighbor6TTL + time.Minute))
 	if _, ok := r.e.Neighbors6().Lookup(&host6IP); ok {
 		t.Fatal("kept past Neighbor6TTL")
@@ -364,7 +371,7 @@ func TestControl6NeighborsAge(t *testing.T) {
 	waitFor(t, "host learned again", 5*time.Second, func() bool { _, ok := r.e.Neighbors6().Lookup(&host6IP); return ok })
 	l, _ := NewLAN6(netip.MustParseAddr("2001:db8:0:2::").As16(), 64, routerMAC)
 	r.e.SetLAN6(l)
-	r.ctl.v6.lastSweep = time.Time{}
+	resetSweep(r.ctl)
 	r.ctl.sweep6(time.Now())
 	if _, ok := r.e.Neighbors6().Lookup(&host6IP); ok {
 		t.Fatal("a neighbour outside the new prefix kept")
