@@ -139,15 +139,22 @@ func (t *fw6Table) lookup(k *fw6Key, now, ttl int64) bool {
 
 // flowOwnerHash hashes a flow from the LAN host's side: both directions
 // of a flow give the same value.
+//
+// Addresses vary in few bits, and in the same bits on both sides (the
+// last bytes of the interface id): the LAN side is mixed on its own
+// before the remote side and the ports join, or pairs would collide.
 func flowOwnerHash(lan, remote *hdr.Addr6, lanPort, remotePort uint16, proto uint8) uint32 {
-	a := binary.LittleEndian.Uint64(lan[:8]) ^ binary.LittleEndian.Uint64(lan[8:])*0x9e3779b97f4a7c15
-	b := binary.LittleEndian.Uint64(remote[:8]) ^ binary.LittleEndian.Uint64(remote[8:])*0xc2b2ae3d27d4eb4f
-	h := a ^ b*0x165667b19e3779f9 ^ (uint64(lanPort)<<24|uint64(remotePort)<<8|uint64(proto))*0x27d4eb2f165667c5
-	h ^= h >> 29
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 32
-	return uint32(h)
+	return uint32(mix64(addrMix(lan) ^ addrWord(remote) ^ (uint64(lanPort)<<24|uint64(remotePort)<<8|uint64(proto))*0x27d4eb2f165667c5))
 }
+
+// addrWord folds an address into a word, injectively for addresses that
+// share their upper half (a prefix); addrMix also spreads it over every
+// bit.
+func addrWord(a *hdr.Addr6) uint64 {
+	return binary.LittleEndian.Uint64(a[:8]) ^ binary.LittleEndian.Uint64(a[8:])*0x9e3779b97f4a7c15
+}
+
+func addrMix(a *hdr.Addr6) uint64 { return mix64(addrWord(a)) }
 
 // fw6Flow reads the firewall key of the IPv6 packet ip (lanIsSrc: an
 // uplink packet) and the state timeout its kind gets. Ports are those of

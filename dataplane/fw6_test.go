@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"testing"
 
@@ -205,4 +206,29 @@ func TestFW6TableBounded(t *testing.T) {
 func icmp6Error(t *testing.T, src, dst [16]byte, typ uint8, quoted pkt6) pkt6 {
 	q := serialize(t, quoted.layers(t)...)
 	return pkt6{src: src, dst: dst, proto: layers.IPProtocolICMPv6, echoType: typ, raw: append([]byte{0, 0, 0x05, 0xd4}, q[:min(len(q), 1232)]...)}
+}
+
+// TestFW6HashSpread: flows between LAN hosts and remotes whose addresses
+// differ in the same few bits (the end of the interface id), as they do,
+// hash apart: no two of 10000 share a 32-bit hash, and a worker's table
+// at 15 % load evicts nothing (the hash once combined the two addresses
+// so that pairs collided and the table evicted live state).
+func TestFW6HashSpread(t *testing.T) {
+	pfx, rem := lan6Prefix, remote6IP
+	seen := map[uint32]bool{}
+	tb := newFW6(65536)
+	for i := 0; i < 10000; i++ {
+		h, r := pfx, rem
+		binary.BigEndian.PutUint32(h[12:], 0xc0a80000|uint32(2+i%4096))
+		binary.BigEndian.PutUint32(r[12:], 0xcb007100|uint32(1+i%200))
+		k := fw6Key{lan: h, remote: r, lanPort: uint16(20000 + i/4096), remotePort: uint16(443 + i%7), proto: hdr.ProtoUDP}
+		seen[k.hash()] = true
+		tb.touch(&k, 1, fw6UDP)
+	}
+	if len(seen) != 10000 {
+		t.Fatalf("%d distinct hashes for 10000 flows", len(seen))
+	}
+	if tb.evicted != 0 {
+		t.Fatalf("%d live entries evicted at 15 %% load", tb.evicted)
+	}
 }

@@ -133,12 +133,17 @@ func NewNeighbors6(m map[hdr.Addr6][6]byte) *Neighbors6 {
 // neigh6Hash mixes every bit of the address into the low bits the table
 // indexes by (LAN hosts share the prefix and often differ in a few bits
 // of the interface id only).
-func neigh6Hash(a *hdr.Addr6) uint32 {
-	h := binary.LittleEndian.Uint64(a[:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(a[8:])
-	h ^= h >> 32
+func neigh6Hash(a *hdr.Addr6) uint32 { return uint32(addrMix(a)) }
+
+// mix64 is splitmix64's finalizer: every input bit reaches every output
+// bit (addresses vary in a few high bits of a word; the tables index by
+// low bits, the worker choice by high ones).
+func mix64(h uint64) uint64 {
+	h ^= h >> 30
 	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 29
-	return uint32(h)
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ h>>31
 }
 
 // Lookup returns the MAC for ip.
@@ -412,15 +417,11 @@ func makeICMP6Error(f *nic.Frame, src *hdr.Addr6, typ, code uint8, param uint32)
 // flowHash6 hashes an IPv6 packet's addresses, next header and (TCP, UDP)
 // ports for the shaper and for steering.
 func flowHash6(ip hdr.IPv6) uint32 {
-	a := binary.LittleEndian.Uint64(ip[8:]) ^ binary.LittleEndian.Uint64(ip[16:])*0x9e3779b97f4a7c15
-	b := binary.LittleEndian.Uint64(ip[24:]) ^ binary.LittleEndian.Uint64(ip[32:])*0xc2b2ae3d27d4eb4f
-	h := a ^ b*0x165667b19e3779f9 ^ uint64(ip[6])
+	h := addrMix((*hdr.Addr6)(ip[8:24])) ^ addrWord((*hdr.Addr6)(ip[24:40])) ^ uint64(ip[6])
 	if p := ip[6]; (p == hdr.ProtoTCP || p == hdr.ProtoUDP) && len(ip) >= hdr.IPv6Len+4 {
 		h ^= uint64(binary.LittleEndian.Uint32(ip[hdr.IPv6Len:])) * 0x27d4eb2f165667c5
 	}
-	h ^= h >> 29
-	h *= 0xbf58476d1ce4e5b9
-	return uint32(h >> 32)
+	return uint32(mix64(h) >> 32)
 }
 
 // host6 is a LAN host's key for the shaper's per-host fairness: its
