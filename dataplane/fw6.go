@@ -61,16 +61,25 @@ type fw6Key struct {
 }
 
 // fw6Table is one worker's IPv6 flow state: open addressing with bounded
-// probing, an entry expiring at exp (0: never used). Expired entries are
-// reused by inserts and skipped by lookups; when every slot of a key's
-// window is live, the one expiring first is replaced. Nothing allocates
-// after newFW6.
+// probing over slots of one cache line each (key, hash tag, expiry), an
+// entry expiring at exp (0: never used). Expired entries are reused by
+// inserts and skipped by lookups; when every slot of a key's window is
+// live, the one expiring first is replaced. Nothing allocates after
+// newFW6.
 type fw6Table struct {
-	keys []fw6Key
-	exp  []int64
-	mask uint32
+	slots []fw6Slot
+	mask  uint32
 	// counters
 	inserted, evicted uint64
+}
+
+type fw6Slot struct {
+	key fw6Key
+	tag uint32 // the key's hash: most mismatches end here
+	exp int64
+	// pairExp: until when this UDP flow last opened its pair to
+	// fragments (touchOut refreshes that entry only now and then).
+	pairExp int64
 }
 
 func newFW6(capacity int) fw6Table {
@@ -78,58 +87,64 @@ func newFW6(capacity int) fw6Table {
 	for n < capacity {
 		n <<= 1
 	}
-	return fw6Table{keys: make([]fw6Key, n), exp: make([]int64, n), mask: uint32(n - 1)}
+	return fw6Table{slots: make([]fw6Slot, n), mask: uint32(n - 1)}
 }
 
 func (k *fw6Key) hash() uint32 {
 	return flowOwnerHash(&k.lan, &k.remote, k.lanPort, k.remotePort, k.proto)
 }
 
-// touch records outbound traffic of k (until now+ttl).
-func (t *fw6Table) touch(k *fw6Key, now, ttl int64) {
-	i := k.hash() & t.mask
-	free, oldest := -1, -1
-	for p := 0; p < fw6Probe; p++ {
-		j := (i + uint32(p)) & t.mask
-		switch e := t.exp[j]; {
-		case e != 0 && t.keys[j] == *k:
-			t.exp[j] = max(e, now+ttl)
-			if ttl < fw6TCP && k.proto == hdr.ProtoTCP {
-				t.exp[j] = now + ttl // a reset shortens it
+// refresh extends a live entry to now+ttl; a TCP reset's shorter ttl
+// cuts it.
+func (s *fw6Slot) refresh(now, ttl int64) {
+	if ttl < fw6TCP && s.key.proto == hdr.ProtoTCP {
+		s.exp = now + ttl
+		return
+	}
+	s.exp = max(s.exp, now+ttl)
+}
+
+// touch records outbound traffic of k (until now+ttl) and returns its slot.
+func (t *fw6Table) touch(k *fw6Key, now, ttl int64) *fw6Slot {
+	h := k.hash()
+	i := h & t.mask
+	var free, oldest *fw6Slot
+	for p := uint32(0); p < fw6Probe; p++ {
+		s := &t.slots[(i+p)&t.mask]
+		switch {
+		case s.exp != 0 && s.tag == h && s.key == *k:
+			s.refresh(now, ttl)
+			return s
+		case s.exp <= now:
+			if free == nil {
+				free = s
 			}
-			return
-		case e <= now && free < 0:
-			free = int(j)
-		case oldest < 0 || e < t.exp[oldest]:
-			oldest = int(j)
+		case oldest == nil || s.exp < oldest.exp:
+			oldest = s
 		}
 	}
-	if free < 0 {
+	if free == nil {
 		free = oldest
 		t.evicted++
 	}
-	t.keys[free], t.exp[free] = *k, now+ttl
+	*free = fw6Slot{key: *k, tag: h, exp: now + ttl}
 	t.inserted++
+	return free
 }
 
 // lookup reports whether k has live state, refreshing it for ttl (not
 // when ttl is 0).
 func (t *fw6Table) lookup(k *fw6Key, now, ttl int64) bool {
-	i := k.hash() & t.mask
-	for p := 0; p < fw6Probe; p++ {
-		j := (i + uint32(p)) & t.mask
-		e := t.exp[j]
-		if e == 0 {
+	h := k.hash()
+	i := h & t.mask
+	for p := uint32(0); p < fw6Probe; p++ {
+		s := &t.slots[(i+p)&t.mask]
+		if s.exp == 0 {
 			return false
 		}
-		if e > now && t.keys[j] == *k {
-			if ttl == 0 {
-				return true
-			}
-			if ttl < fw6TCP && k.proto == hdr.ProtoTCP {
-				t.exp[j] = now + ttl
-			} else {
-				t.exp[j] = max(e, now+ttl)
+		if s.exp > now && s.tag == h && s.key == *k {
+			if ttl != 0 {
+				s.refresh(now, ttl)
 			}
 			return true
 		}
@@ -224,8 +239,11 @@ func flowOwner6(ip hdr.IPv6, lanIsSrc bool, workers int) int {
 // fragments (later fragments carry no ports).
 func (t *fw6Table) touchOut(ip hdr.IPv6, now int64) {
 	k, ttl := fw6Flow(ip, true)
-	t.touch(&k, now, ttl)
-	if k.proto == hdr.ProtoUDP {
+	s := t.touch(&k, now, ttl)
+	// The pair's entry is refreshed when half its time is gone, not on
+	// every packet of the flow.
+	if k.proto == hdr.ProtoUDP && s.pairExp-now < ttl/2 {
+		s.pairExp = now + ttl
 		k.proto, k.lanPort, k.remotePort = protoFrag6, 0, 0
 		t.touch(&k, now, ttl)
 	}

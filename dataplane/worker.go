@@ -897,6 +897,11 @@ func (w *Worker) touch(fs []*nic.Frame) {
 		if f.Len > 0 {
 			x ^= f.Buf[f.Off]
 		}
+		// The second line holds an IPv6 packet's ports (and the end of
+		// its addresses) behind PPPoE.
+		if f.Len > 64 {
+			x ^= f.Buf[f.Off+64]
+		}
 	}
 	w.sink ^= x
 }
