@@ -152,7 +152,7 @@ func (c *Control) Run(ctx context.Context) error {
 			lastExpire = now
 		}
 		c.advertise(now)
-		c.sweep6(now)
+		c.sweepNeighbors(now)
 		if n > 0 {
 			continue
 		}
@@ -355,6 +355,7 @@ func (c *Control) fromLAN(b []byte) {
 				known = true
 			}
 			if known {
+				c.seenARP(spa)
 				c.sendHeld(spa, sha)
 			}
 		}

@@ -67,11 +67,11 @@ const (
 	// resolve LAN hosts (a scan of the /64 from the Internet must not
 	// become a flood of multicast on the LAN, RFC 6583).
 	NSRate = 100
-	// Neighbor6TTL: an IPv6 neighbour no ND confirmed for this long is
+	// NeighborTTL: a neighbour no ARP or ND confirmed for this long is
 	// dropped (hosts revalidate the router far more often; traffic to a
-	// host dropped is held while it is solicited again), as are
+	// host dropped is held while it is asked for again), as are IPv6
 	// neighbours outside the LAN prefix after renumbering.
-	Neighbor6TTL = 30 * time.Minute
+	NeighborTTL = 30 * time.Minute
 )
 
 // ControlStats6 are the IPv6 control counters.
@@ -98,11 +98,13 @@ type control6 struct {
 	lastNS   map[hdr.Addr6]time.Time
 	nsLimit  tokenBucket // NSs per second, all targets together (arpMu)
 	// seen: when each IPv6 neighbour was last learned or confirmed by ND
-	// (arpMu); entries not confirmed for Neighbor6TTL are dropped.
+	// (arpMu); entries not confirmed for NeighborTTL are dropped.
 	seen      map[hdr.Addr6]time.Time
 	lastSweep time.Time
-	rand      *rand.Rand
-	buf       []byte
+	// seen4: the same for IPv4 neighbours and ARP.
+	seen4 map[uint32]time.Time
+	rand  *rand.Rand
+	buf   []byte
 
 	nsReplies, nsSent, learned, raSent, rsRecv, echo, toWAN6, invalid atomic.Uint64
 }
@@ -375,9 +377,21 @@ func (c *Control) unresolved6(b []byte) {
 	}
 }
 
-// sweep6 drops IPv6 neighbours no ND confirmed for Neighbor6TTL and those
-// outside the LAN prefix (Run calls it; it works once a minute).
-func (c *Control) sweep6(now time.Time) {
+// seenARP records that ARP confirmed IPv4 neighbour ip.
+func (c *Control) seenARP(ip uint32) {
+	c.arpMu.Lock()
+	if c.v6.seen4 == nil {
+		c.v6.seen4 = map[uint32]time.Time{}
+	}
+	c.v6.seen4[ip] = time.Now()
+	c.arpMu.Unlock()
+}
+
+// sweepNeighbors drops the neighbours the control plane learned that no
+// ARP or ND confirmed for NeighborTTL, and IPv6 ones outside the LAN
+// prefix (Run calls it; it works once a minute). Entries set from outside
+// (Engine.SetNeighbor) stay.
+func (c *Control) sweepNeighbors(now time.Time) {
 	c.arpMu.Lock()
 	if now.Sub(c.v6.lastSweep) < time.Minute {
 		c.arpMu.Unlock()
@@ -387,16 +401,25 @@ func (c *Control) sweep6(now time.Time) {
 	l6 := c.e.LAN6()
 	var gone []hdr.Addr6
 	for ip, t := range c.v6.seen {
-		if now.Sub(t) > Neighbor6TTL || l6 == nil || !l6.Contains(&ip) {
+		if now.Sub(t) > NeighborTTL || l6 == nil || !l6.Contains(&ip) {
 			gone = append(gone, ip)
 			delete(c.v6.seen, ip)
 		}
 	}
-	c.arpMu.Unlock()
-	if len(gone) == 0 {
-		return
+	var gone4 []uint32
+	for ip, t := range c.v6.seen4 {
+		if now.Sub(t) > NeighborTTL {
+			gone4 = append(gone4, ip)
+			delete(c.v6.seen4, ip)
+		}
 	}
-	c.e.DeleteNeighbors6(gone)
+	c.arpMu.Unlock()
+	if len(gone) > 0 {
+		c.e.DeleteNeighbors6(gone)
+	}
+	if len(gone4) > 0 {
+		c.e.DeleteNeighbors(gone4)
+	}
 }
 
 // sendHeld6 sends the frames held for ip, now that its MAC is known.

@@ -345,34 +345,34 @@ func TestControl6NSRateLimited(t *testing.T) {
 	}
 }
 
-// resetSweep lets the next sweep6 run at once (Run sweeps too).
+// resetSweep lets the next sweepNeighbors run at once (Run sweeps too).
 func resetSweep(c *Control) {
 	c.arpMu.Lock()
 	c.v6.lastSweep = time.Time{}
 	c.arpMu.Unlock()
 }
 
-// TestControl6NeighborsAge: a neighbour no ND confirmed for Neighbor6TTL
+// TestControl6NeighborsAge: a neighbour no ND confirmed for NeighborTTL
 // is dropped, and so is one outside the prefix after renumbering.
 func TestControl6NeighborsAge(t *testing.T) {
 	r := newCtl6Rig(t, true)
 	r.lan.Inject(0, hostNS(r.l6.Router))
 	waitFor(t, "host learned", 5*time.Second, func() bool { _, ok := r.e.Neighbors6().Lookup(&host6IP); return ok })
-	r.ctl.sweep6(time.Now().Add(Neighbor6TTL - time.Minute))
+	r.ctl.sweepNeighbors(time.Now().Add(NeighborTTL - time.Minute))
 	if _, ok := r.e.Neighbors6().Lookup(&host6IP); !ok {
 		t.Fatal("dropped before its time")
 	}
 	resetSweep(r.ctl)
-	r.ctl.sweep6(time.Now().Add(Neighbor6TTL + time.Minute))
+	r.ctl.sweepNeighbors(time.Now().Add(NeighborTTL + time.Minute))
 	if _, ok := r.e.Neighbors6().Lookup(&host6IP); ok {
-		t.Fatal("kept past Neighbor6TTL")
+		t.Fatal("kept past NeighborTTL")
 	}
 	r.lan.Inject(0, hostNS(r.l6.Router))
 	waitFor(t, "host learned again", 5*time.Second, func() bool { _, ok := r.e.Neighbors6().Lookup(&host6IP); return ok })
 	l, _ := NewLAN6(netip.MustParseAddr("2001:db8:0:2::").As16(), 64, routerMAC)
 	r.e.SetLAN6(l)
 	resetSweep(r.ctl)
-	r.ctl.sweep6(time.Now())
+	r.ctl.sweepNeighbors(time.Now())
 	if _, ok := r.e.Neighbors6().Lookup(&host6IP); ok {
 		t.Fatal("a neighbour outside the new prefix kept")
 	}

@@ -160,6 +160,17 @@ func (e *Engine) SetNeighbor(ip uint32, mac [6]byte) {
 	e.neighbors.Store(NewNeighbors(m))
 }
 
+// DeleteNeighbors removes LAN neighbours (copy-on-write).
+func (e *Engine) DeleteNeighbors(ips []uint32) {
+	e.neighMu.Lock()
+	defer e.neighMu.Unlock()
+	m := e.neighbors.Load().Map()
+	for _, ip := range ips {
+		delete(m, ip)
+	}
+	e.neighbors.Store(NewNeighbors(m))
+}
+
 // SetNeighbors replaces the whole LAN neighbor table.
 func (e *Engine) SetNeighbors(m map[uint32][6]byte) {
 	e.neighMu.Lock()

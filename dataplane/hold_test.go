@@ -214,3 +214,30 @@ func TestGratuitousARPMovesKnownHost(t *testing.T) {
 		t.Fatal("a gratuitous ARP from an unknown host created an entry")
 	}
 }
+
+// TestARPNeighborsAge: an IPv4 neighbour the control plane learned and no
+// ARP confirmed for NeighborTTL is dropped (its next packet is held while
+// ARP asks again); ARP from it keeps it; one set from outside stays.
+func TestARPNeighborsAge(t *testing.T) {
+	lan := memport.New("lan", 1, 256)
+	e := memEngine(t, lan, memport.New("wan", 1, 256))
+	static := ip4(192, 168, 1, 50)
+	e.SetNeighbor(static, [6]byte{2, 0, 0, 0, 0, 0x50})
+	ctl := NewControl(e, ControlConfig{WANMAC: wanMAC})
+	startWith(t, e, ctl.Run)
+	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP))
+	waitFor(t, "host learned", 5*time.Second, func() bool { _, ok := e.neighbors.Load().Lookup(hostIP); return ok })
+	ctl.sweepNeighbors(time.Now().Add(NeighborTTL - time.Minute))
+	if _, ok := e.neighbors.Load().Lookup(hostIP); !ok {
+		t.Fatal("dropped before its time")
+	}
+	resetSweep(ctl)
+	ctl.sweepNeighbors(time.Now().Add(NeighborTTL + time.Minute))
+	if _, ok := e.neighbors.Load().Lookup(hostIP); ok {
+		t.Fatal("kept past NeighborTTL")
+	}
+	if _, ok := e.neighbors.Load().Lookup(static); !ok {
+		t.Fatal("a neighbour set from outside was dropped")
+	}
+}
