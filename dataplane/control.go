@@ -345,17 +345,19 @@ func (c *Control) fromLAN(b []byte) {
 		if binary.BigEndian.Uint32(arp[0:]) == 0x00010800 && arp[4] == 6 && arp[5] == 4 &&
 			spa&cfg.lanMask() == cfg.LANNet && spa != cfg.RouterAddr && spa != 0 && sha[0]&1 == 0 {
 			mac, known := c.e.neighbors.Load().Lookup(spa)
+			learned := false
 			switch {
 			case known && mac != sha && c.moveAllowed(spa, spa == tpa):
 				c.e.SetNeighbor(spa, sha)
 				c.stats.arpLearn.Add(1)
+				learned = true
 			case !known && aboutUs && c.e.neighbors.Load().Len() < MaxNeighbors:
 				c.e.SetNeighbor(spa, sha)
 				c.stats.arpLearn.Add(1)
-				known = true
+				known, learned = true, true
 			}
 			if known {
-				c.seenARP(spa)
+				c.seenARP(spa, learned)
 				c.sendHeld(spa, sha)
 			}
 		}

@@ -156,6 +156,16 @@ func (c *Control) advertise(now time.Time) {
 	if changed && v.lastPfx == nil {
 		v.initial = raInitialCount
 	}
+	// A prefix back in use is no longer deprecated.
+	if l6 != nil {
+		keep := v.old[:0]
+		for _, o := range v.old {
+			if o.l.Prefix != l6.Prefix || o.l.Bits != l6.Bits {
+				keep = append(keep, o)
+			}
+		}
+		v.old = keep
+	}
 	v.lastPfx, v.lastUp = l6, up
 	if l6 == nil && len(v.old) == 0 {
 		return
@@ -288,21 +298,20 @@ func (c *Control) learn6(l6 *LAN6, ip *hdr.Addr6, mac [6]byte, has, aboutUs, noO
 	}
 	n := c.e.Neighbors6()
 	old, known := n.Lookup(ip)
+	learned := false
 	switch {
 	case known && old != mac && !noOverride && c.moveAllowed6(*ip):
 		c.e.SetNeighbor6(*ip, mac)
 		c.v6.learned.Add(1)
+		learned = true
 	case !known && aboutUs && n.Len() < MaxNeighbors:
 		c.e.SetNeighbor6(*ip, mac)
 		c.v6.learned.Add(1)
-		known = true
+		known, learned = true, true
 	}
 	if known {
 		c.arpMu.Lock()
-		if c.v6.seen == nil {
-			c.v6.seen = map[hdr.Addr6]time.Time{}
-		}
-		c.v6.seen[*ip] = time.Now()
+		markSeen(&c.v6.seen, *ip, learned)
 		c.arpMu.Unlock()
 		if m, ok := c.e.Neighbors6().Lookup(ip); ok {
 			c.sendHeld6(*ip, m)
@@ -377,14 +386,24 @@ func (c *Control) unresolved6(b []byte) {
 	}
 }
 
-// seenARP records that ARP confirmed IPv4 neighbour ip.
-func (c *Control) seenARP(ip uint32) {
+// seenARP records that ARP confirmed IPv4 neighbour ip (learned: the
+// control plane just learned or moved it).
+func (c *Control) seenARP(ip uint32, learned bool) {
 	c.arpMu.Lock()
-	if c.v6.seen4 == nil {
-		c.v6.seen4 = map[uint32]time.Time{}
-	}
-	c.v6.seen4[ip] = time.Now()
+	markSeen(&c.v6.seen4, ip, learned)
 	c.arpMu.Unlock()
+}
+
+// markSeen stamps a neighbour the control plane learned (learned), or
+// one it learned before (then in *m); entries set from outside are not in
+// *m and never age. arpMu held.
+func markSeen[K comparable](m *map[K]time.Time, k K, learned bool) {
+	if *m == nil {
+		*m = map[K]time.Time{}
+	}
+	if _, ok := (*m)[k]; ok || learned {
+		(*m)[k] = time.Now()
+	}
 }
 
 // sweepNeighbors drops the neighbours the control plane learned that no
@@ -392,9 +411,11 @@ func (c *Control) seenARP(ip uint32) {
 // prefix (Run calls it; it works once a minute). Entries set from outside
 // (Engine.SetNeighbor) stay.
 func (c *Control) sweepNeighbors(now time.Time) {
+	// arpMu is held to the end: an ARP or NA moving a neighbour meanwhile
+	// must not be undone by the deletion.
 	c.arpMu.Lock()
+	defer c.arpMu.Unlock()
 	if now.Sub(c.v6.lastSweep) < time.Minute {
-		c.arpMu.Unlock()
 		return
 	}
 	c.v6.lastSweep = now
@@ -413,7 +434,6 @@ func (c *Control) sweepNeighbors(now time.Time) {
 			delete(c.v6.seen4, ip)
 		}
 	}
-	c.arpMu.Unlock()
 	if len(gone) > 0 {
 		c.e.DeleteNeighbors6(gone)
 	}

@@ -240,12 +240,14 @@ func flowOwner6(ip hdr.IPv6, lanIsSrc bool, workers int) int {
 func (t *fw6Table) touchOut(ip hdr.IPv6, now int64) {
 	k, ttl := fw6Flow(ip, true)
 	s := t.touch(&k, now, ttl)
-	// The pair's entry is refreshed when half its time is gone, not on
-	// every packet of the flow.
+	// The pair's entry is refreshed at most every ttl/2, not on every
+	// packet of the flow, and made to last ttl/2 longer than the flow's:
+	// it outlives the flow's state whenever the skipped packets came.
+	// (Should the table evict it, fragments wait for the next refresh.)
 	if k.proto == hdr.ProtoUDP && s.pairExp-now < ttl/2 {
 		s.pairExp = now + ttl
 		k.proto, k.lanPort, k.remotePort = protoFrag6, 0, 0
-		t.touch(&k, now, ttl)
+		t.touch(&k, now, ttl+ttl/2)
 	}
 }
 

@@ -46,8 +46,8 @@ func TestFirewall6(t *testing.T) {
 		if down(udpIn) {
 			t.Fatal("unsolicited UDP got in")
 		}
-		// Many flows, so that with two workers both own some: each reply
-		// finds its state at the worker steering gives it.
+		// 32 flows of one pair (one owner): each reply finds its state at
+		// the worker steering gives it.
 		for i := uint16(0); i < 32; i++ {
 			o, in := udpOut, udpIn
 			o.sport, in.dport = 5000+i, 5000+i
@@ -85,20 +85,35 @@ func TestFirewall6(t *testing.T) {
 		if !frag(remote6IP) {
 			t.Fatal("a fragment from the remote the host talks UDP to dropped")
 		}
+		// The pair's fragment entry is refreshed only now and then but
+		// outlives the flow: uplink at t and t+149 s, fragment at t+320 s.
+		fo := udpOut
+		fo.dst = netip.MustParseAddr("2001:db8:ffff::77").As16()
+		up(fo)
+		r.clock.t += 149e9
+		up(fo)
+		r.clock.t += 171e9
+		if !frag(fo.dst) {
+			t.Fatal("a fragment dropped while the UDP flow it belongs to is live")
+		}
 		if frag(netip.MustParseAddr("2001:db8:ffff::66").As16()) {
 			t.Fatal("a fragment from another remote got in")
 		}
-		// With two workers, flows to many remotes spread over both, and
-		// what RSS gives the wrong worker is handed over.
-		if workers == 2 {
-			for i := 0; i < 32; i++ {
-				o := udpOut
-				o.dst[14] = byte(i)
-				up(o)
+		// Flows to many remotes spread over the workers; what RSS gives
+		// the wrong worker is handed over. An error about any of them
+		// from a router on the path (a third address) reaches the worker
+		// owning the flow it quotes.
+		pathRouter := netip.MustParseAddr("2001:db8:eeee::1").As16()
+		for i := 0; i < 32; i++ {
+			o := pkt6{src: host6IP, dst: remote6IP, sport: 40100, dport: 443, proto: layers.IPProtocolTCP, syn: true, payload: 1300}
+			o.dst[14] = byte(i)
+			up(o)
+			if !down(icmp6Error(t, pathRouter, host6IP, hdr.ICMP6PacketTooBig, o)) {
+				t.Fatalf("packet too big from a router on the path about flow %d dropped", i)
 			}
-			if r.e.Totals().Redirected == 0 {
-				t.Fatal("no uplink was handed to its flow's owner")
-			}
+		}
+		if workers == 2 && r.e.Totals().Redirected == 0 {
+			t.Fatal("no uplink was handed to its flow's owner")
 		}
 		// Path MTU discovery: a packet too big quoting the host's packet.
 		tcpOut := pkt6{src: host6IP, dst: remote6IP, sport: 40000, dport: 443, proto: layers.IPProtocolTCP, syn: true, payload: 1300}

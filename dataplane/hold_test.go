@@ -227,7 +227,11 @@ func TestARPNeighborsAge(t *testing.T) {
 	startWith(t, e, ctl.Run)
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP))
-	waitFor(t, "host learned", 5*time.Second, func() bool { _, ok := e.neighbors.Load().Lookup(hostIP); return ok })
+	lan.Inject(0, arpFrame(1, bcast, [6]byte{2, 0, 0, 0, 0, 0x50}, static, routerIP)) // the static one asks too
+	waitFor(t, "host learned", 5*time.Second, func() bool {
+		_, ok := e.neighbors.Load().Lookup(hostIP)
+		return ok && ctl.Stats().ARPReplies == 2
+	})
 	ctl.sweepNeighbors(time.Now().Add(NeighborTTL - time.Minute))
 	if _, ok := e.neighbors.Load().Lookup(hostIP); !ok {
 		t.Fatal("dropped before its time")

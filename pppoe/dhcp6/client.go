@@ -574,9 +574,14 @@ func (c *Client) reply(m *Message, now time.Time) {
 			}
 		}
 	}
-	minPref := Lifetime(u[0].Preferred)
-	for _, p := range u[1:] {
-		minPref = min(minPref, Lifetime(p.Preferred))
+	// T1/T2 default from the shortest preferred lifetime; deprecated
+	// prefixes (preferred 0) do not count (bind falls back to the valid
+	// lifetime when all are).
+	var minPref time.Duration
+	for _, p := range u {
+		if p.Preferred != 0 && (minPref == 0 || Lifetime(p.Preferred) < minPref) {
+			minPref = Lifetime(p.Preferred)
+		}
 	}
 	c.bind(now, m, ia, chosen, minPref)
 }

@@ -715,6 +715,14 @@ func TestReplyChanges(t *testing.T) {
 					t.Fatalf("lease %+v", le)
 				}
 			}},
+		{"a deprecated second prefix does not set T1 and T2", IAPD{IAID: 1, Prefixes: []Prefix{
+			{Prefix: a6("2001:db8:100::"), Bits: 56, Preferred: 1000, Valid: 7200},
+			{Prefix: a6("2001:db8:200::"), Bits: 56, Preferred: 0, Valid: 900}}},
+			[]hdr.Addr6{dnsAddr}, 2, func(t *testing.T, l *link) {
+				if le := l.lease(); le.T1 != 500*time.Second || le.T2 != 800*time.Second {
+					t.Fatalf("lease %+v, want T1 500s T2 800s (of the live prefix's 1000s)", le)
+				}
+			}},
 		{"new DNS", IAPD{IAID: 1, T1: 1800, T2: 2880, Prefixes: []Prefix{{Prefix: a6("2001:db8:100::"), Bits: 56, Preferred: 3600, Valid: 7200}}},
 			nil, 2, nil},
 		{"withdrawn", IAPD{IAID: 1, Prefixes: []Prefix{{Prefix: a6("2001:db8:100::"), Bits: 56}}},
