@@ -498,14 +498,23 @@ func usable(ia *IAPD) []Prefix {
 
 func failed(s *Status) bool { return s != nil && s.Code != StatusSuccess }
 
-func (c *Client) advertise(m *Message, now time.Time) {
+// ourIAPD returns m's IA_PD for the client, counting the message ignored
+// (and returning nil) if m failed or carries none.
+func (c *Client) ourIAPD(m *Message) *IAPD {
 	if failed(m.Status) {
 		c.ignore(IgnoreStatus)
-		return
+		return nil
 	}
 	ia := m.FindIAPD(c.cfg.IAID)
 	if ia == nil {
 		c.ignore(IgnoreNoIAPD)
+	}
+	return ia
+}
+
+func (c *Client) advertise(m *Message, now time.Time) {
+	ia := c.ourIAPD(m)
+	if ia == nil {
 		return
 	}
 	if failed(ia.Status) {
@@ -524,13 +533,8 @@ func (c *Client) advertise(m *Message, now time.Time) {
 }
 
 func (c *Client) reply(m *Message, now time.Time) {
-	if failed(m.Status) {
-		c.ignore(IgnoreStatus)
-		return
-	}
-	ia := m.FindIAPD(c.cfg.IAID)
+	ia := c.ourIAPD(m)
 	if ia == nil {
-		c.ignore(IgnoreNoIAPD)
 		return
 	}
 	acquiring := c.st == stSoliciting || c.st == stRequesting

@@ -198,6 +198,24 @@ func refuse(ia *IAPD, code StatusCode, msg string) IAPD {
 	return IAPD{IAID: ia.IAID, Status: &Status{Code: code, Message: msg}}
 }
 
+// offer puts a prefix for each of m's IA_PDs in r (NoPrefixAvail when the
+// pool is exhausted), binding them when commit.
+func (s *Server) offer(m, r *Message, commit bool, now time.Time) {
+	for k := range m.IAPD {
+		ia := &m.IAPD[k]
+		key := bindingKey(m.ClientID, ia.IAID)
+		i, ok := s.choose(key, ia)
+		if !ok {
+			r.IAPD = append(r.IAPD, refuse(ia, StatusNoPrefixAvail, "pool exhausted"))
+			continue
+		}
+		if commit {
+			s.bind(key, i, now)
+		}
+		r.IAPD = append(r.IAPD, s.grant(ia, i))
+	}
+}
+
 // Handle processes a client message received at now and returns the
 // message to send back to the client (to its link-local address, port
 // ClientPort), or nil if there is nothing to send: unparseable messages,
@@ -241,34 +259,12 @@ func (s *Server) Handle(msg []byte, now time.Time) []byte {
 		if len(m.IAPD) == 0 {
 			r.Status = &Status{Code: StatusNoPrefixAvail, Message: "no IA_PD in Solicit"}
 		}
-		for k := range m.IAPD {
-			ia := &m.IAPD[k]
-			key := bindingKey(m.ClientID, ia.IAID)
-			i, ok := s.choose(key, ia)
-			if !ok {
-				r.IAPD = append(r.IAPD, refuse(ia, StatusNoPrefixAvail, "pool exhausted"))
-				continue
-			}
-			if commit {
-				s.bind(key, i, now)
-			}
-			r.IAPD = append(r.IAPD, s.grant(ia, i))
-		}
+		s.offer(&m, &r, commit, now)
 	case MsgRequest:
 		if !mine {
 			return nil
 		}
-		for k := range m.IAPD {
-			ia := &m.IAPD[k]
-			key := bindingKey(m.ClientID, ia.IAID)
-			i, ok := s.choose(key, ia)
-			if !ok {
-				r.IAPD = append(r.IAPD, refuse(ia, StatusNoPrefixAvail, "pool exhausted"))
-				continue
-			}
-			s.bind(key, i, now)
-			r.IAPD = append(r.IAPD, s.grant(ia, i))
-		}
+		s.offer(&m, &r, true, now)
 	case MsgRenew, MsgRebind:
 		if m.Type == MsgRenew && !mine || m.Type == MsgRebind && m.ServerID != nil {
 			return nil
