@@ -174,10 +174,12 @@ const (
 //     hint and keeps it until its valid lifetime ends.
 //   - Reconfigure is not supported (ignored).
 type Client struct {
-	cfg  ClientConfig
-	duid []byte
-	rnd  *rand.Rand
-	st   state
+	// solMaxRT: the SOL_MAX_RT a server set (0: the default 3600 s).
+	solMaxRT time.Duration
+	cfg      ClientConfig
+	duid     []byte
+	rnd      *rand.Rand
+	st       state
 
 	// The current exchange.
 	xid    uint32
@@ -365,7 +367,11 @@ func (c *Client) solicit(now time.Time) {
 		c.want = []Prefix{{Bits: c.cfg.PrefixLen}}
 	}
 	c.logf("soliciting")
-	c.begin(now, stSoliciting, solParams)
+	p := solParams
+	if c.solMaxRT != 0 {
+		p.mrt = c.solMaxRT
+	}
+	c.begin(now, stSoliciting, p)
 }
 
 func (c *Client) renew(now time.Time) {
@@ -412,7 +418,7 @@ func (c *Client) transmit(now time.Time) {
 		ClientID:   c.duid,
 		HasElapsed: true,
 		Elapsed:    elapsed(now.Sub(c.begun)),
-		ORO:        []uint16{OptDNSServers},
+		ORO:        []uint16{OptDNSServers, OptSolMaxRT}, // RFC 8415 18.2: SOL_MAX_RT in every ORO
 		IAPD:       []IAPD{{IAID: c.cfg.IAID, Prefixes: c.want}},
 	}
 	switch c.st {
@@ -469,18 +475,41 @@ func (c *Client) Input(msg []byte, now time.Time) {
 		c.ignore(IgnoreClientID)
 	case m.ServerID == nil:
 		c.ignore(IgnoreServerID)
+	default:
+		c.setSolMaxRT(m.SolMaxRT)
+		c.fromServer(&m, now)
+	}
+}
+
+// fromServer handles an Advertise or Reply that Input found is for this
+// exchange.
+func (c *Client) fromServer(m *Message, now time.Time) {
+	switch {
 	case m.Type == MsgAdvertise:
 		if c.st != stSoliciting {
 			c.ignore(IgnoreState)
 			return
 		}
-		c.advertise(&m, now)
+		c.advertise(m, now)
 	case c.st == stSoliciting && (!m.RapidCommit || c.cfg.NoRapidCommit):
 		c.ignore(IgnoreState)
 	case (c.st == stRequesting || c.st == stRenewing) && !bytes.Equal(m.ServerID, c.server):
 		c.ignore(IgnoreServerID)
 	default:
-		c.reply(&m, now)
+		c.reply(m, now)
+	}
+}
+
+// setSolMaxRT takes a server's SOL_MAX_RT (seconds, 0: none), whatever
+// else its message says (RFC 8415 18.2.9), if it is within 60..86400 s
+// (21.24); a Solicit under way is capped at once.
+func (c *Client) setSolMaxRT(s uint32) {
+	if s < 60 || s > 86400 {
+		return
+	}
+	c.solMaxRT = time.Duration(s) * time.Second
+	if c.st == stSoliciting {
+		c.p.mrt = c.solMaxRT
 	}
 }
 

@@ -495,6 +495,36 @@ func TestSolicitRetransmission(t *testing.T) {
 	}
 }
 
+// TestSolMaxRT: a server's SOL_MAX_RT caps Solicit retransmission even in
+// an Advertise that offers nothing (RFC 8415 18.2.9, 21.24); a value out
+// of 60..86400 s is ignored.
+func TestSolMaxRT(t *testing.T) {
+	for _, c := range []struct {
+		val uint32
+		cap time.Duration
+	}{{120, 120 * time.Second}, {30, 3600 * time.Second}} {
+		l := newLink(t, ClientConfig{}, func(b []byte, now time.Time) []byte {
+			m, _ := Parse(b)
+			if !m.Requests(OptSolMaxRT) {
+				t.Fatalf("%v without SOL_MAX_RT in its ORO", m.Type)
+			}
+			r := Message{Type: MsgAdvertise, XID: m.XID, ClientID: m.ClientID, ServerID: DUIDLL(serverMAC), SolMaxRT: c.val,
+				Status: &Status{Code: StatusNoPrefixAvail}}
+			return r.Encode()
+		})
+		l.start()
+		l.run(t0.Add(3 * time.Hour))
+		sols := l.ofType(MsgSolicit)
+		longest := time.Duration(0)
+		for i := 1; i < len(sols); i++ {
+			longest = max(longest, sols[i].at.Sub(sols[i-1].at))
+		}
+		if longest > c.cap*11/10 || longest < c.cap*9/10 {
+			t.Fatalf("SOL_MAX_RT %d: longest Solicit interval %v, want about %v", c.val, longest, c.cap)
+		}
+	}
+}
+
 // TestRequestGivesUp: Requests go unanswered: REQ_MAX_RC transmissions
 // with REQ_TIMEOUT/REQ_MAX_RT backoff, then back to Solicit.
 func TestRequestGivesUp(t *testing.T) {

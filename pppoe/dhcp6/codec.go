@@ -88,6 +88,7 @@ const (
 	OptStatusCode  = 13
 	OptRapidCommit = 14
 	OptDNSServers  = 23
+	OptSolMaxRT    = 82 // RFC 8415 21.24: the server's cap on Solicit retransmission
 	OptIAPD        = 25
 	OptIAPrefix    = 26
 )
@@ -201,6 +202,7 @@ type Message struct {
 	Elapsed     uint16 // hundredths of a second
 	ORO         []uint16
 	DNS         []hdr.Addr6
+	SolMaxRT    uint32 // seconds; 0: no SOL_MAX_RT option
 	Status      *Status
 	IAPD        []IAPD
 }
@@ -251,7 +253,7 @@ func Parse(b []byte) (Message, error) {
 		return m, malformed("message type %d", b[0])
 	}
 	m.XID = uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-	var seen [OptIAPrefix + 1]bool // first-wins for singleton options
+	var seen [OptSolMaxRT + 1]bool // first-wins for singleton options
 	rest := b[hdrLen:]
 	for {
 		code, data, r, ok, err := nextOpt(rest)
@@ -308,6 +310,11 @@ func Parse(b []byte) (Message, error) {
 			for i := 0; i < len(data); i += 16 {
 				m.DNS = append(m.DNS, hdr.Addr6(data[i:i+16]))
 			}
+		case OptSolMaxRT:
+			if len(data) != 4 {
+				return m, malformed("SOL_MAX_RT of %d bytes", len(data))
+			}
+			m.SolMaxRT = binary.BigEndian.Uint32(data)
 		case OptIAPD:
 			ia, err := parseIAPD(data)
 			if err != nil {
@@ -435,6 +442,9 @@ func (m *Message) Append(b []byte) []byte {
 	}
 	if m.Status != nil {
 		b = appendStatus(b, m.Status)
+	}
+	if m.SolMaxRT != 0 {
+		b = appendOpt(b, OptSolMaxRT, binary.BigEndian.AppendUint32(nil, m.SolMaxRT))
 	}
 	if m.DNS != nil {
 		var o int

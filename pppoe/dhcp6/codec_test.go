@@ -21,7 +21,7 @@ var (
 	// DHCPv6, Message type: Solicit (1), Transaction ID: 0x123456
 	//   Client Identifier: DUID-LL, Hardware type: Ethernet (1), 02:00:00:00:00:01
 	//   Elapsed time: 0 ms
-	//   Option Request: DNS recursive name server (23)
+	//   Option Request: DNS recursive name server (23), SOL_MAX_RT (82)
 	//   Rapid Commit
 	//   Identity Association for Prefix Delegation: IAID 00000001, T1 0, T2 0
 	//     IA Prefix: ::/56, preferred 0, valid 0
@@ -34,8 +34,9 @@ var (
 		0x02, 0x00, 0x00, 0x00, 0x00, 0x01, // link-layer address
 		0x00, 0x08, 0x00, 0x02, // option ELAPSED_TIME, length 2
 		0x00, 0x00, // 0 centiseconds
-		0x00, 0x06, 0x00, 0x02, // option ORO, length 2
+		0x00, 0x06, 0x00, 0x04, // option ORO, length 4
 		0x00, 0x17, // DNS_SERVERS (23)
+		0x00, 0x52, // SOL_MAX_RT (82)
 		0x00, 0x0e, 0x00, 0x00, // option RAPID_COMMIT, length 0
 		0x00, 0x19, 0x00, 0x29, // option IA_PD, length 41
 		0x00, 0x00, 0x00, 0x01, //   IAID 1
@@ -87,7 +88,7 @@ func a6(s string) hdr.Addr6 { return netip.MustParseAddr(s).As16() }
 func TestSolicitFixture(t *testing.T) {
 	m := Message{
 		Type: MsgSolicit, XID: 0x123456, ClientID: DUIDLL(clientMAC), HasElapsed: true,
-		ORO: []uint16{OptDNSServers}, RapidCommit: true,
+		ORO: []uint16{OptDNSServers, OptSolMaxRT}, RapidCommit: true,
 		IAPD: []IAPD{{IAID: 1, Prefixes: []Prefix{{Bits: 56}}}},
 	}
 	if got := m.Encode(); !bytes.Equal(got, fixSolicit) {
@@ -130,6 +131,7 @@ func TestRoundTrip(t *testing.T) {
 	tests := []Message{
 		{Type: MsgSolicit},
 		{Type: MsgInformationRequest, XID: 0xffffff, ORO: []uint16{23, 24, 82}},
+		{Type: MsgAdvertise, XID: 3, ServerID: DUIDLL(serverMAC), SolMaxRT: 600},
 		{
 			Type: MsgReply, XID: 7, ClientID: []byte{0, 1}, ServerID: DUIDLL(serverMAC),
 			RapidCommit: true, HasElapsed: true, Elapsed: 0xffff,
