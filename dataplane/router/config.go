@@ -68,6 +68,8 @@ type Config struct {
 	ResolvFile string `key:"pppoe.resolv"`
 	UpScript   string `key:"pppoe.up_script"`
 	DownScript string `key:"pppoe.down_script"`
+	// IPv6Script runs when the LAN gets or loses its IPv6 prefix.
+	IPv6Script string `key:"lan.ipv6_script"`
 }
 
 // ParseConfig reads "key value" lines; '#' starts a comment. Unknown
@@ -213,6 +215,8 @@ func (c *Config) set(key, val string) error {
 		c.UpScript = val
 	case "pppoe.down_script":
 		c.DownScript = val
+	case "lan.ipv6_script":
+		c.IPv6Script = val
 	case "pppoe.echo_interval":
 		c.PPPoE.EchoInterval, err = time.ParseDuration(val)
 	case "pppoe.echo_failures":
@@ -363,8 +367,8 @@ func (c *Config) Validate() error {
 	if c.LAN6Subnet != 0 && !c.PD {
 		return fmt.Errorf("lan.ipv6_subnet needs pppoe.dhcpv6_pd")
 	}
-	if !c.IPv6() && (len(c.LAN6DNS) > 0 || len(c.Allow6) > 0) {
-		return fmt.Errorf("lan.ipv6_dns and ipv6.allow need IPv6 on (lan.ipv6_prefix or pppoe.dhcpv6_pd)")
+	if !c.IPv6() && (len(c.LAN6DNS) > 0 || len(c.Allow6) > 0 || c.IPv6Script != "") {
+		return fmt.Errorf("lan.ipv6_dns, lan.ipv6_script and ipv6.allow need IPv6 on (lan.ipv6_prefix or pppoe.dhcpv6_pd)")
 	}
 	if c.PDHint != 0 && c.LAN6Subnet >= 1<<(64-c.PDHint) {
 		return fmt.Errorf("lan.ipv6_subnet %d does not fit a /%d", c.LAN6Subnet, c.PDHint)

@@ -34,6 +34,15 @@ import (
 //     addresses, ""). There is no ppp interface: a script that configures
 //     one is not a drop-in. A script gets HookTimeout; then its whole
 //     process group is killed.
+//   - IPv6Script runs when the LAN gets an IPv6 prefix (a static one at
+//     start, a delegated one when DHCPv6 brings it) with PPPFWD_EVENT
+//     ipv6-up, and when it loses it with ipv6-down (a new prefix: down for
+//     the old, then up), as dhcpcd's hooks do; arguments: the event and
+//     the LAN prefix; environment: PPPFWD_EVENT, PPPFWD_LAN_INTERFACE,
+//     PPPFWD_LAN6_PREFIX, PPPFWD_LAN6_ADDRESS (the router's, prefix::1),
+//     PPPFWD_DELEGATED (empty for a static prefix), PPPFWD_DNS6
+//     (space-separated). Use it to give a host TAP its IPv6 address or to
+//     tell dnsmasq.
 //
 // Hook events beyond HookQueue waiting are dropped and logged; Close waits
 // at most HookTimeout+5s for the queue.
@@ -45,6 +54,13 @@ const (
 type hookEvent struct {
 	up bool
 	s  pppoe.Session // a copy: the up session, or the one that went down
+	v6 *lan6Event    // set for an IPv6 prefix event (then s is unused)
+}
+
+// lan6Event is the LAN's IPv6 prefix for IPv6Script.
+type lan6Event struct {
+	prefix, router, delegated string
+	dns                       []string
 }
 
 type hooks struct {
@@ -57,10 +73,11 @@ type hooks struct {
 	mu     sync.Mutex // publish vs close
 	closed bool
 	last   *pppoe.Session // the last session published up (its down event reuses it)
+	last6  *lan6Event     // the last IPv6 prefix published up
 }
 
 func newHooks(cfg *Config, logf func(string, ...any)) *hooks {
-	if cfg.ResolvFile == "" && cfg.UpScript == "" && cfg.DownScript == "" {
+	if cfg.ResolvFile == "" && cfg.UpScript == "" && cfg.DownScript == "" && cfg.IPv6Script == "" {
 		return nil
 	}
 	h := &hooks{cfg: cfg, logf: logf, events: make(chan hookEvent, HookQueue), done: make(chan struct{}), timeout: HookTimeout}
@@ -105,6 +122,40 @@ func (h *hooks) publish(s *pppoe.Session) {
 	}
 }
 
+// publish6 queues IPv6Script runs for the LAN's IPv6 prefix (nil: gone).
+func (h *hooks) publish6(ev *lan6Event) {
+	if h == nil || h.cfg.IPv6Script == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	if ev != nil && h.last6 != nil && ev.prefix == h.last6.prefix && ev.delegated == h.last6.delegated &&
+		strings.Join(ev.dns, " ") == strings.Join(h.last6.dns, " ") {
+		return // nothing a script would see changed
+	}
+	if h.last6 != nil {
+		select {
+		case h.events <- hookEvent{v6: h.last6}:
+			h.last6 = nil
+		default:
+			h.logf("pppfwd: hooks: %d events waiting, ipv6-down dropped", HookQueue)
+			return
+		}
+	}
+	if ev == nil {
+		return
+	}
+	select {
+	case h.events <- hookEvent{up: true, v6: ev}:
+		h.last6 = ev
+	default:
+		h.logf("pppfwd: hooks: %d events waiting, ipv6-up dropped", HookQueue)
+	}
+}
+
 // close waits for the queued hooks to finish.
 func (h *hooks) close() {
 	if h == nil {
@@ -126,6 +177,12 @@ func (h *hooks) close() {
 func (h *hooks) run() {
 	defer close(h.done)
 	for ev := range h.events {
+		if ev.v6 != nil {
+			if err := h.runScript6(ev); err != nil {
+				h.logf("pppfwd: %s: %v", h.cfg.IPv6Script, err)
+			}
+			continue
+		}
 		if ev.up && h.cfg.ResolvFile != "" && ev.s.DNS != [2]uint32{} {
 			if err := writeResolv(h.cfg.ResolvFile, ev.s.DNS); err != nil {
 				h.logf("pppfwd: %v", err)
@@ -144,17 +201,13 @@ func (h *hooks) run() {
 }
 
 func (h *hooks) runScript(script string, ev hookEvent) error {
-	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
-	defer cancel()
 	local, peer := addrString(ev.s.LocalAddr), addrString(ev.s.PeerAddr)
 	dns1, dns2 := dnsString(ev.s.DNS[0]), dnsString(ev.s.DNS[1])
-	cmd := exec.CommandContext(ctx, script, h.cfg.WANInterface, "", "0", local, peer, "")
 	event := "down"
 	if ev.up {
 		event = "up"
 	}
-	cmd.Env = []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	return h.exec(script, []string{h.cfg.WANInterface, "", "0", local, peer, ""}, []string{
 		"PPPFWD_EVENT=" + event,
 		"PPPFWD_WAN_INTERFACE=" + h.cfg.WANInterface,
 		"PPPFWD_LOCAL=" + local, "PPPFWD_PEER=" + peer,
@@ -162,7 +215,30 @@ func (h *hooks) runScript(script string, ev hookEvent) error {
 		"PPPFWD_SESSION_ID=" + strconv.Itoa(int(ev.s.ID)),
 		"PPPFWD_MTU=" + strconv.Itoa(ev.s.MTU),
 		"IPLOCAL=" + local, "IPREMOTE=" + peer, "DNS1=" + dns1, "DNS2=" + dns2,
+	})
+}
+
+// runScript6 runs IPv6Script for a prefix event.
+func (h *hooks) runScript6(ev hookEvent) error {
+	event := "ipv6-down"
+	if ev.up {
+		event = "ipv6-up"
 	}
+	v := ev.v6
+	return h.exec(h.cfg.IPv6Script, []string{event, v.prefix}, []string{
+		"PPPFWD_EVENT=" + event,
+		"PPPFWD_LAN_INTERFACE=" + h.cfg.LANInterface,
+		"PPPFWD_LAN6_PREFIX=" + v.prefix, "PPPFWD_LAN6_ADDRESS=" + v.router,
+		"PPPFWD_DELEGATED=" + v.delegated, "PPPFWD_DNS6=" + strings.Join(v.dns, " "),
+	})
+}
+
+// exec runs script with args and a small environment (PATH and env).
+func (h *hooks) exec(script string, args, env []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, args...)
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	// Its own process group, killed whole on timeout; what it leaves in
 	// the background does not hold the hooks up past WaitDelay.
 	setProcessGroup(cmd)

@@ -221,3 +221,43 @@ func TestWriteStats(t *testing.T) {
 		t.Fatalf("stats %v", st)
 	}
 }
+
+// TestIPv6Hook: lan.ipv6_script runs ipv6-up when the LAN gets a prefix,
+// ipv6-down then ipv6-up when it changes, nothing when nothing a script
+// sees changed, ipv6-down when it goes.
+func TestIPv6Hook(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "events")
+	script := filepath.Join(dir, "hook6")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$1 $2 | $(env | grep '^PPPFWD_' | sort | tr '\\n' ' ')\" >> "+log+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHooks(&Config{IPv6Script: script, LANInterface: "lan0"}, t.Logf)
+	a := &lan6Event{prefix: "2001:db8:1::/64", router: "2001:db8:1::1", delegated: "2001:db8:1::/56", dns: []string{"2001:db8::53"}}
+	b := &lan6Event{prefix: "2001:db8:2::/64", router: "2001:db8:2::1", delegated: "2001:db8:2::/56"}
+	h.publish6(a)
+	h.publish6(&lan6Event{prefix: a.prefix, router: a.router, delegated: a.delegated, dns: []string{"2001:db8::53"}}) // the same
+	h.publish6(b)
+	h.publish6(nil)
+	h.publish6(nil) // nothing up: nothing to run
+	h.close()
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ipv6-up 2001:db8:1::/64 | PPPFWD_DELEGATED=2001:db8:1::/56 PPPFWD_DNS6=2001:db8::53 PPPFWD_EVENT=ipv6-up PPPFWD_LAN6_ADDRESS=2001:db8:1::1 PPPFWD_LAN6_PREFIX=2001:db8:1::/64 PPPFWD_LAN_INTERFACE=lan0",
+		"ipv6-down 2001:db8:1::/64 | PPPFWD_DELEGATED=2001:db8:1::/56 PPPFWD_DNS6=2001:db8::53 PPPFWD_EVENT=ipv6-down PPPFWD_LAN6_ADDRESS=2001:db8:1::1 PPPFWD_LAN6_PREFIX=2001:db8:1::/64 PPPFWD_LAN_INTERFACE=lan0",
+		"ipv6-up 2001:db8:2::/64 | PPPFWD_DELEGATED=2001:db8:2::/56 PPPFWD_DNS6= PPPFWD_EVENT=ipv6-up PPPFWD_LAN6_ADDRESS=2001:db8:2::1 PPPFWD_LAN6_PREFIX=2001:db8:2::/64 PPPFWD_LAN_INTERFACE=lan0",
+		"ipv6-down 2001:db8:2::/64 | PPPFWD_DELEGATED=2001:db8:2::/56 PPPFWD_DNS6= PPPFWD_EVENT=ipv6-down PPPFWD_LAN6_ADDRESS=2001:db8:2::1 PPPFWD_LAN6_PREFIX=2001:db8:2::/64 PPPFWD_LAN_INTERFACE=lan0",
+	}
+	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d runs, want %d:\n%s", len(lines), len(want), got)
+	}
+	for i := range want {
+		if strings.TrimSpace(lines[i]) != want[i] {
+			t.Errorf("run %d:\n got %s\nwant %s", i, strings.TrimSpace(lines[i]), want[i])
+		}
+	}
+}

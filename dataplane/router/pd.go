@@ -107,6 +107,7 @@ func (p *pd) onLease(l dhcp6.Lease) {
 		p.r.logf("pppfwd: dhcpv6: delegated prefix lost; IPv6 off on the LAN")
 		p.r.e.SetLAN6(nil)
 		p.r.ctl.SetRA(dataplane.RAConfig{DNS: p.r.cfg.dns6()}) // its DNS servers go with it
+		p.r.hooks.publish6(nil)
 		return
 	}
 	lan, err := lanSubnet(l.Prefix, l.Bits, p.r.cfg.LAN6Subnet)
@@ -118,12 +119,14 @@ func (p *pd) onLease(l dhcp6.Lease) {
 		p.lanErr = err.Error()
 		p.r.logf("pppfwd: dhcpv6: %s/%d: %v", addr6String(l.Prefix), l.Bits, err)
 		p.r.e.SetLAN6(nil)
+		p.r.hooks.publish6(nil)
 		return
 	}
 	p.r.logf("pppfwd: dhcpv6: delegated %s/%d, LAN %s/64", addr6String(l.Prefix), l.Bits, addr6String(lan))
-	p.r.ctl.SetRA(dataplane.RAConfig{Valid: min(l.Valid, pdValidLimit), Preferred: min(l.Preferred, pdPreferredLimit),
-		DNS: append(p.r.cfg.dns6(), l.DNS...)})
+	dns := append(p.r.cfg.dns6(), l.DNS...)
+	p.r.ctl.SetRA(dataplane.RAConfig{Valid: min(l.Valid, pdValidLimit), Preferred: min(l.Preferred, pdPreferredLimit), DNS: dns})
 	p.r.e.SetLAN6(l6)
+	p.r.hooks.publish6(lan6Hook(l6, netip.PrefixFrom(netip.AddrFrom16(l.Prefix), l.Bits).String(), dns))
 }
 
 // lanSubnet returns /64 number n of prefix/bits.
@@ -203,6 +206,16 @@ func (p *pd) stats() *PDStats {
 }
 
 func addr6String(a hdr.Addr6) string { return netip.AddrFrom16(a).String() }
+
+// lan6Hook describes the LAN's IPv6 prefix for lan.ipv6_script.
+func lan6Hook(l6 *dataplane.LAN6, delegated string, dns []hdr.Addr6) *lan6Event {
+	ev := &lan6Event{prefix: netip.PrefixFrom(netip.AddrFrom16(l6.Prefix), l6.Bits).String(),
+		router: addr6String(l6.Router), delegated: delegated}
+	for _, a := range dns {
+		ev.dns = append(ev.dns, addr6String(a))
+	}
+	return ev
+}
 
 // dns6 returns lan.ipv6_dns as addresses.
 func (c *Config) dns6() []hdr.Addr6 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +30,7 @@ type pdRig struct {
 	drop bool // the server does not answer
 }
 
-func newPDRig(t *testing.T, valid time.Duration) *pdRig {
+func newPDRig(t *testing.T, valid time.Duration, ipv6Script string) *pdRig {
 	lan, wan := memport.New("lan", 1, 256), memport.New("wan", 1, 256)
 	lanMAC, wanMAC := [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}
 	e, err := dataplane.New(dataplane.Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: lanMAC,
@@ -36,8 +38,9 @@ func newPDRig(t *testing.T, valid time.Duration) *pdRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &Config{PD: true, LAN6Subnet: 3}
+	cfg := &Config{PD: true, LAN6Subnet: 3, IPv6Script: ipv6Script, LANInterface: "lan0"}
 	pr := &pdRig{wan: wan, r: &Router{cfg: cfg, e: e, lanMAC: lanMAC, wanMAC: wanMAC, logf: t.Logf}}
+	pr.r.hooks = newHooks(cfg, t.Logf)
 	pr.p = newPD(pr.r)
 	pr.r.ctl = dataplane.NewControl(e, dataplane.ControlConfig{WANMAC: wanMAC, WAN6: pr.p.input})
 	pr.srv, err = dhcp6.NewServer(dhcp6.ServerConfig{MAC: [6]byte{2, 0xac, 0, 0, 0, 1},
@@ -54,7 +57,7 @@ func newPDRig(t *testing.T, valid time.Duration) *pdRig {
 	go func() { defer wg.Done(); _ = pr.r.ctl.Run(ctx) }()
 	go func() { defer wg.Done(); pr.p.run(ctx) }()
 	go func() { defer wg.Done(); pr.serve(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait(); _ = e.Stop() })
+	t.Cleanup(func() { cancel(); wg.Wait(); _ = e.Stop(); pr.r.hooks.close() })
 	return pr
 }
 
@@ -115,13 +118,23 @@ func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 // between two turns of the runner, solicits again; stats follow the
 // client's lease.
 func TestPDSessionCycle(t *testing.T) {
-	pr := newPDRig(t, time.Hour)
+	log := filepath.Join(t.TempDir(), "events")
+	script := filepath.Join(t.TempDir(), "hook6")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$1 $2 $PPPFWD_DELEGATED $PPPFWD_LAN6_ADDRESS\" >> "+log+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pr := newPDRig(t, time.Hour, script)
 	pr.r.e.SetSession(pr.sess)
 	pr.p.session(true)
 	waitUntil(t, "a LAN prefix", 5*time.Second, func() bool { return pr.r.e.LAN6() != nil })
 	if l6 := pr.r.e.LAN6(); netip.AddrFrom16(l6.Prefix).String() != "2001:db8:100:3::" || l6.Bits != 64 {
 		t.Fatalf("LAN6 %+v, want 2001:db8:100:3::/64", l6)
 	}
+	// lan.ipv6_script heard of it.
+	waitUntil(t, "lan.ipv6_script", 5*time.Second, func() bool {
+		b, _ := os.ReadFile(log)
+		return string(b) == "ipv6-up 2001:db8:100:3::/64 2001:db8:100::/56 2001:db8:100:3::1\n"
+	})
 	st := pr.p.stats()
 	if st.Delegated != "2001:db8:100::/56" || st.LAN != "2001:db8:100:3::/64" || st.ValidLeft < 3500 || st.Client.Leases != 1 {
 		t.Fatalf("stats %+v", st)
@@ -140,7 +153,7 @@ func TestPDSessionCycle(t *testing.T) {
 // TestPDLeaseLost: when nobody renews the lease it runs out, and the LAN
 // loses its IPv6 prefix (the router then advertises it deprecated).
 func TestPDLeaseLost(t *testing.T) {
-	pr := newPDRig(t, 4*time.Second)
+	pr := newPDRig(t, 4*time.Second, "")
 	pr.r.e.SetSession(pr.sess)
 	pr.p.session(true)
 	waitUntil(t, "a LAN prefix", 5*time.Second, func() bool { return pr.r.e.LAN6() != nil })

@@ -163,6 +163,9 @@ func (r *Router) Control() *dataplane.Control { return r.ctl }
 // Terminate, PADT), stops the workers and closes the ports.
 func (r *Router) Run(ctx context.Context) error {
 	r.e.Start()
+	if l6 := r.e.LAN6(); l6 != nil && !r.cfg.PD {
+		r.hooks.publish6(lan6Hook(l6, "", r.cfg.dns6())) // a static prefix: up from the start
+	}
 	ctlCtx, stopCtl := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
