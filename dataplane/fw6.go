@@ -67,10 +67,9 @@ type fw6Key struct {
 // live, the one expiring first is replaced. Nothing allocates after
 // newFW6.
 type fw6Table struct {
-	slots []fw6Slot
-	mask  uint32
-	// counters
-	inserted, evicted uint64
+	slots   []fw6Slot
+	mask    uint32
+	evicted uint64 // live entries replaced
 }
 
 type fw6Slot struct {
@@ -104,9 +103,9 @@ func (s *fw6Slot) refresh(now, ttl int64) {
 	s.exp = max(s.exp, now+ttl)
 }
 
-// touch records outbound traffic of k (until now+ttl) and returns its slot.
-func (t *fw6Table) touch(k *fw6Key, now, ttl int64) *fw6Slot {
-	h := k.hash()
+// touch records outbound traffic of k, whose hash is h, (until now+ttl)
+// and returns its slot.
+func (t *fw6Table) touch(k *fw6Key, h uint32, now, ttl int64) *fw6Slot {
 	i := h & t.mask
 	var free, oldest *fw6Slot
 	for p := uint32(0); p < fw6Probe; p++ {
@@ -128,14 +127,12 @@ func (t *fw6Table) touch(k *fw6Key, now, ttl int64) *fw6Slot {
 		t.evicted++
 	}
 	*free = fw6Slot{key: *k, tag: h, exp: now + ttl}
-	t.inserted++
 	return free
 }
 
-// lookup reports whether k has live state, refreshing it for ttl (not
-// when ttl is 0).
-func (t *fw6Table) lookup(k *fw6Key, now, ttl int64) bool {
-	h := k.hash()
+// lookup reports whether k, whose hash is h, has live state, refreshing
+// it for ttl (not when ttl is 0).
+func (t *fw6Table) lookup(k *fw6Key, h uint32, now, ttl int64) bool {
 	i := h & t.mask
 	for p := uint32(0); p < fw6Probe; p++ {
 		s := &t.slots[(i+p)&t.mask]
@@ -235,11 +232,10 @@ func flowOwner6(ip hdr.IPv6, lanIsSrc bool, workers int) int {
 	return int(uint64(flowOwnerHash(lan, remote, 0, 0, 0)) * uint64(workers) >> 32)
 }
 
-// touchOut records an uplink packet's flow; UDP also opens the pair to
-// fragments (later fragments carry no ports).
-func (t *fw6Table) touchOut(ip hdr.IPv6, now int64) {
-	k, ttl := fw6Flow(ip, true)
-	s := t.touch(&k, now, ttl)
+// touchOut records an uplink packet's flow k (hash h, from fw6Flow); UDP
+// also opens the pair to fragments (later fragments carry no ports).
+func (t *fw6Table) touchOut(k fw6Key, h uint32, now, ttl int64) {
+	s := t.touch(&k, h, now, ttl)
 	// The pair's entry is refreshed at most every ttl/2, not on every
 	// packet of the flow, and made to last ttl/2 longer than the flow's:
 	// it outlives the flow's state whenever the skipped packets came.
@@ -247,13 +243,14 @@ func (t *fw6Table) touchOut(ip hdr.IPv6, now int64) {
 	if k.proto == hdr.ProtoUDP && s.pairExp-now < ttl/2 {
 		s.pairExp = now + ttl
 		k.proto, k.lanPort, k.remotePort = protoFrag6, 0, 0
-		t.touch(&k, now, ttl+ttl/2)
+		t.touch(&k, k.hash(), now, ttl+ttl/2)
 	}
 }
 
-// fw6Inbound decides whether a downlink IPv6 packet may pass, refreshing
-// the state it belongs to.
-func (w *Worker) fw6Inbound(ip hdr.IPv6) bool {
+// fw6Inbound decides whether the downlink IPv6 packet ip, whose flow is k
+// (hash h, timeout ttl, from fw6Flow), may pass, refreshing the state it
+// belongs to.
+func (w *Worker) fw6Inbound(ip hdr.IPv6, k *fw6Key, h uint32, ttl int64) bool {
 	if w.cfg.NoFirewall6 {
 		return true
 	}
@@ -269,17 +266,16 @@ func (w *Worker) fw6Inbound(ip hdr.IPv6) bool {
 			if len(inner) < hdr.IPv6Len || inner[0]>>4 != 6 || [16]byte(inner[8:24]) != [16]byte(ip[24:40]) {
 				return false
 			}
-			k, _ := fw6Flow(inner, true)
-			return w.fw6.lookup(&k, w.now, 0)
+			q, _ := fw6Flow(inner, true)
+			return w.fw6.lookup(&q, q.hash(), w.now, 0)
 		}
 	}
-	k, ttl := fw6Flow(ip, false)
-	if w.fw6.lookup(&k, w.now, ttl) {
+	if w.fw6.lookup(k, h, w.now, ttl) {
 		return true
 	}
 	for i := range w.cfg.Allow6 {
 		if w.cfg.Allow6[i].match(k.proto, k.lanPort, &k.lan) {
-			w.fw6.touch(&k, w.now, ttl)
+			w.fw6.touch(k, h, w.now, ttl)
 			return true
 		}
 	}

@@ -196,14 +196,14 @@ func TestFW6TableBounded(t *testing.T) {
 	}
 	for i := 0; i < 10000; i++ {
 		k := key(i)
-		tb.touch(&k, int64(i), fw6UDP)
+		tb.touch(&k, k.hash(), int64(i), fw6UDP)
 	}
 	if tb.evicted == 0 {
 		t.Fatal("10000 flows in 1024 slots evicted nothing")
 	}
 	live := 0
 	for i := 9000; i < 10000; i++ {
-		if k := key(i); tb.lookup(&k, 10000, 0) {
+		if k := key(i); tb.lookup(&k, k.hash(), 10000, 0) {
 			live++
 		}
 	}
@@ -211,7 +211,7 @@ func TestFW6TableBounded(t *testing.T) {
 		t.Fatalf("only %d of the newest 1000 flows kept", live)
 	}
 	k := key(1)
-	if a := testing.AllocsPerRun(1000, func() { tb.touch(&k, 20000, fw6UDP); tb.lookup(&k, 20000, fw6UDP) }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { tb.touch(&k, k.hash(), 20000, fw6UDP); tb.lookup(&k, k.hash(), 20000, fw6UDP) }); a != 0 {
 		t.Fatalf("allocs %.1f", a)
 	}
 }
@@ -238,7 +238,7 @@ func TestFW6HashSpread(t *testing.T) {
 		binary.BigEndian.PutUint32(r[12:], 0xcb007100|uint32(1+i%200))
 		k := fw6Key{lan: h, remote: r, lanPort: uint16(20000 + i/4096), remotePort: uint16(443 + i%7), proto: hdr.ProtoUDP}
 		seen[k.hash()] = true
-		tb.touch(&k, 1, fw6UDP)
+		tb.touch(&k, k.hash(), 1, fw6UDP)
 	}
 	if len(seen) != 10000 {
 		t.Fatalf("%d distinct hashes for 10000 flows", len(seen))

@@ -235,12 +235,17 @@ func (w *Worker) fromLAN6(f *nic.Frame) {
 			w.redirect(f, o, false)
 			return
 		}
-		w.fw6.touchOut(ip, w.now)
+	}
+	// One hash of the flow serves the firewall and the shaper.
+	k, ttl := fw6Flow(ip, true)
+	h := k.hash()
+	if !w.cfg.NoFirewall6 {
+		w.fw6.touchOut(k, h, w.now, ttl)
 	}
 	w.forwardIP6(ip, mtu)
 	f.Pull(hdr.EthernetLen)
 	w.c.IPv6Up++
-	w.upstream(f, flowHash6(ip), host6(src))
+	w.upstream(f, h, host6(src))
 }
 
 // inbound6 forwards a decapsulated IPv6 packet from the session to the
@@ -279,7 +284,9 @@ func (w *Worker) inbound6(f *nic.Frame) {
 		w.drop(f, DropMartian)
 		return
 	}
-	if !w.fw6Inbound(ip) {
+	k, ttl := fw6Flow(ip, false)
+	h := k.hash() // the firewall's and the shaper's
+	if !w.fw6Inbound(ip, &k, h, ttl) {
 		w.drop(f, DropFirewall)
 		return
 	}
@@ -307,7 +314,7 @@ func (w *Worker) inbound6(f *nic.Frame) {
 	eth.SetType(hdr.EtherTypeIPv6)
 	w.c.IPv6Down++
 	if w.down != nil {
-		w.down.EnqueueAt(f, flowHash6(ip), host6(dst), w.now)
+		w.down.EnqueueAt(f, h, host6(dst), w.now)
 		return
 	}
 	w.lanQ = append(w.lanQ, f)
@@ -412,16 +419,6 @@ func makeICMP6Error(f *nic.Frame, src *hdr.Addr6, typ, code uint8, param uint32)
 	binary.BigEndian.PutUint32(msg[4:], param)
 	hdr.ICMP6Checksum(msg, src, &to)
 	return true
-}
-
-// flowHash6 hashes an IPv6 packet's addresses, next header and (TCP, UDP)
-// ports for the shaper and for steering.
-func flowHash6(ip hdr.IPv6) uint32 {
-	h := addrMix((*hdr.Addr6)(ip[8:24])) ^ addrWord((*hdr.Addr6)(ip[24:40])) ^ uint64(ip[6])
-	if p := ip[6]; (p == hdr.ProtoTCP || p == hdr.ProtoUDP) && len(ip) >= hdr.IPv6Len+4 {
-		h ^= uint64(binary.LittleEndian.Uint32(ip[hdr.IPv6Len:])) * 0x27d4eb2f165667c5
-	}
-	return uint32(mix64(h) >> 32)
 }
 
 // host6 is a LAN host's key for the shaper's per-host fairness: its
