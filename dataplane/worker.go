@@ -281,11 +281,7 @@ func (w *Worker) refreshSession() {
 		w.pubAddr = s.LocalAddr
 		w.nat.SetPublicAddr(s.LocalAddr)
 	}
-	mtu := s.MTU
-	if mtu <= 0 {
-		mtu = 1492
-	}
-	w.mss = uint16(mtu - hdr.IPv4MinLen - hdr.TCPMinLen)
+	w.mss = uint16(sessionMTU(s) - hdr.IPv4MinLen - hdr.TCPMinLen)
 }
 
 // reclaim takes back frames from links where this worker is the producer.
@@ -380,10 +376,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.drop(f, DropNoSession)
 		return
 	}
-	mtu := s.MTU
-	if mtu <= 0 {
-		mtu = 1492
-	}
+	mtu := sessionMTU(s)
 	// To the public address: a hairpin or the router itself. Neither
 	// crosses the session, so neither is checked against its MTU, and the
 	// router's own traffic is received whatever its TTL (RFC 1812 5.3.1).

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"encoding/binary"
 	"net/netip"
 	"sync"
@@ -132,20 +133,16 @@ func (p *pd) onLease(l dhcp6.Lease) {
 // lanSubnet returns /64 number n of prefix/bits.
 func lanSubnet(prefix hdr.Addr6, bits, n int) (hdr.Addr6, error) {
 	if bits > 64 {
-		return hdr.Addr6{}, errString("a delegated prefix longer than /64 leaves no /64 for the LAN")
+		return hdr.Addr6{}, errors.New("a delegated prefix longer than /64 leaves no /64 for the LAN")
 	}
 	if n >= 1<<(64-bits) {
-		return hdr.Addr6{}, errString("lan.ipv6_subnet does not fit the delegated prefix")
+		return hdr.Addr6{}, errors.New("lan.ipv6_subnet does not fit the delegated prefix")
 	}
 	hi := binary.BigEndian.Uint64(prefix[:8]) | uint64(n)
 	var a hdr.Addr6
 	binary.BigEndian.PutUint64(a[:8], hi)
 	return a, nil
 }
-
-type errString string
-
-func (e errString) Error() string { return string(e) }
 
 // run drives the client until ctx is done. The lease is not released at
 // shutdown: ISPs hand the same prefix back to the same DUID, and hosts
