@@ -2,8 +2,8 @@ package router
 
 import (
 	"context"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"sync"
 	"time"
