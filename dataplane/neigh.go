@@ -192,4 +192,3 @@ func (n *Neighbors6) Map() map[hdr.Addr6][6]byte {
 	}
 	return m
 }
-
