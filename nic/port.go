@@ -1,6 +1,9 @@
 package nic
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Port is a multi-queue packet port. Implementations need no locks
 // between queues: two Recv calls on the same queue must not run
@@ -46,3 +49,9 @@ type Stats struct {
 type Flusher interface {
 	Flush(q int) error
 }
+
+// ErrLinkGone is wrapped by a port's Recv and Send (with the interface
+// name) once the interface the port was opened on has been removed: the
+// port cannot recover, whatever appears under the same name later; the
+// caller ends or reopens it.
+var ErrLinkGone = errors.New("nic: interface gone")

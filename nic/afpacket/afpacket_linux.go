@@ -58,6 +58,9 @@ type queue struct {
 	blk  int
 	left uint32
 	off  int
+	// idle counts Recv calls that found the ring empty (consumer only):
+	// every linkCheckEvery-th one asks whether the interface still exists.
+	idle uint32
 	// TX cursor (producer only).
 	txHead  int
 	txSlots int
@@ -79,6 +82,11 @@ type queue struct {
 // mmsgBatch is how many frames one sendmmsg call takes (TxCopy).
 const mmsgBatch = 256
 
+// linkCheckEvery is how many empty Recv calls pass between two checks
+// that the interface still exists (one getsockname each): Recv itself
+// makes no system call and would not notice otherwise.
+const linkCheckEvery = 1024
+
 // Port is a nic.Port over TPACKET_V3 packet sockets.
 type Port struct {
 	name    string
@@ -88,6 +96,10 @@ type Port struct {
 	efd     int
 	closed  atomic.Bool
 	statsMu sync.Mutex
+	// gone is set once the interface was found removed; from then on
+	// Recv, Send and Wait return goneErr (nic.ErrLinkGone naming it).
+	gone    atomic.Bool
+	goneErr error
 }
 
 var fanoutSeq atomic.Uint32
@@ -137,7 +149,8 @@ func Open(ifname string, cfg Config) (*Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: eventfd: %w", err)
 	}
-	p := &Port{name: ifname, ifindex: ifi.Index, efd: efd, txMode: cfg.TxMode}
+	p := &Port{name: ifname, ifindex: ifi.Index, efd: efd, txMode: cfg.TxMode,
+		goneErr: fmt.Errorf("afpacket: %s: %w", ifname, nic.ErrLinkGone)}
 	fanoutArg := -1
 	for i := 0; i < cfg.Queues; i++ {
 		q, err := openQueue(ifi.Index, cfg, efd)
@@ -302,6 +315,9 @@ func (p *Port) queue(q int) (*queue, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
 	}
+	if p.gone.Load() {
+		return nil, p.goneErr
+	}
 	if q < 0 || q >= len(p.q) {
 		return nil, fmt.Errorf("afpacket: %s has no queue %d", p.name, q)
 	}
@@ -404,7 +420,40 @@ func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
 	if gso != 0 {
 		q.gso.Add(gso)
 	}
+	if n == 0 {
+		if q.idle++; q.idle%linkCheckEvery == 0 && p.linkGone(q) {
+			return 0, p.goneErr
+		}
+	}
 	return n, nil
+}
+
+// linkGone reports whether the interface q's socket is bound to has been
+// removed (the kernel then rebinds the socket to index -1), and latches
+// it. The check asks the socket, not the calling thread's namespace.
+func (p *Port) linkGone(q *queue) bool {
+	if p.gone.Load() {
+		return true
+	}
+	if idx, err := boundIfindex(q.fd); err == nil && idx != p.ifindex {
+		p.gone.Store(true)
+		return true
+	}
+	return false
+}
+
+// sendErr maps a send or kick failure to the error Send returns: the
+// interface gone (ENXIO, ENODEV, or ENETDOWN with the socket unbound)
+// becomes goneErr; anything else is returned naming the interface.
+func (p *Port) sendErr(q *queue, err error) error {
+	switch {
+	case errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
+		p.gone.Store(true)
+		return p.goneErr
+	case errors.Is(err, unix.ENETDOWN) && p.linkGone(q):
+		return p.goneErr
+	}
+	return fmt.Errorf("afpacket: %s: send: %w", p.name, err)
 }
 
 // releaseBlock hands the current RX block back to the kernel and moves on.
@@ -438,7 +487,7 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 	if p.txMode == TxCopy {
 		n, err := q.sendCopy(frames)
 		if err != nil {
-			return n, fmt.Errorf("afpacket: %s: send: %w", p.name, err)
+			return n, p.sendErr(q, err)
 		}
 		return n, nil
 	}
@@ -476,7 +525,7 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 	}
 	if queued > 0 || accepted < len(frames) {
 		if err := q.kick(); err != nil {
-			return accepted, fmt.Errorf("afpacket: %s: send: %w", p.name, err)
+			return accepted, p.sendErr(q, err)
 		}
 	}
 	return accepted, nil
@@ -616,10 +665,23 @@ func (p *Port) Wait(qi int, timeout time.Duration) error {
 	if timeout > 0 {
 		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
 	}
+	if p.gone.Load() {
+		return p.goneErr
+	}
 	q.pollfds[0].Revents, q.pollfds[1].Revents = 0, 0
 	_, err := unix.Poll(q.pollfds[:], ms)
 	if p.closed.Load() || q.pollfds[1].Revents != 0 {
 		return ErrClosed
+	}
+	if q.pollfds[0].Revents&unix.POLLERR != 0 {
+		// A pending socket error (ENETDOWN when the interface went down
+		// or was removed) keeps poll returning until it is read: read it,
+		// so the next Wait sleeps again, and see whether the interface
+		// is gone.
+		_, _ = unix.GetsockoptInt(q.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if p.linkGone(q) {
+			return p.goneErr
+		}
 	}
 	if err != nil && err != unix.EINTR {
 		return fmt.Errorf("afpacket: %s: poll: %w", p.name, err)

@@ -45,3 +45,16 @@ func sendmmsg(fd int, mm []mmsghdr) (int, error) {
 	}
 	return int(r), nil
 }
+
+// boundIfindex returns the interface index packet socket fd is bound to
+// (getsockname's sll_ifindex): -1 once that interface was unregistered.
+// It allocates nothing.
+func boundIfindex(fd int) (int, error) {
+	var sa unix.RawSockaddrLinklayer
+	l := uint32(unsafe.Sizeof(sa))
+	_, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&l)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(sa.Ifindex), nil
+}
