@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +22,10 @@ import (
 //
 //   - ResolvFile gets "nameserver" lines for the DNS servers IPCP gave
 //     (pppd's usepeerdns writes /etc/ppp/resolv.conf the same way), written
-//     to a temporary file in the same directory (made if missing), synced
-//     and renamed over it (over a symlink's target), on every session that
-//     brings DNS servers; it is left as it is when the session goes down.
+//     to a temporary file in the same directory (made 0755 if missing),
+//     synced and renamed over it, mode 0644, on every session that brings
+//     DNS servers (a ResolvFile that is a symlink is refused: see
+//     writeFileAtomic); it is left as it is when the session goes down.
 //   - UpScript runs when a session is up, DownScript when it goes down,
 //     as pppd's ip-up and ip-down: a down only after its up ran, an up
 //     once per session. Like pppd they get a small environment (PATH and
@@ -275,8 +278,8 @@ func dnsString(a uint32) string {
 	return addrString(a)
 }
 
-// writeResolv replaces file (or, for a symlink, its target) with the
-// servers' nameserver lines.
+// writeResolv replaces file with the servers' nameserver lines
+// (writeFileAtomic: never through a symlink).
 func writeResolv(file string, dns [2]uint32) error {
 	var b strings.Builder
 	b.WriteString("# written by pppfwd from the PPPoE session (IPCP)\n")
@@ -291,35 +294,55 @@ func writeResolv(file string, dns [2]uint32) error {
 	return nil
 }
 
-// writeFileAtomic replaces file (or, for a symlink, its target) with data:
-// a temporary file in the same directory (made if missing), synced, mode
-// 0644, renamed over it. A reader sees the old file or the new one.
+// errSymlink is writeFileAtomic's refusal of a destination that is a
+// symlink.
+var errSymlink = errors.New("is a symlink: pppfwd does not write through links (name the real file)")
+
+// writeFileAtomic replaces file with data, mode 0644: a reader sees the
+// old file or the new one whole. pppfwd runs as root and writes these
+// files into directories other users may be able to write, so it never
+// writes through a link there:
+//
+//   - A destination that is a symlink is refused (errSymlink) and left
+//     as it is, as is anything else that is not a regular file.
+//   - The data goes to a new temporary file in the same directory, opened
+//     O_CREATE|O_EXCL|O_NOFOLLOW (never an existing file or a link),
+//     chmod 0644 explicitly (whatever the umask), synced, then renamed
+//     over file. rename replaces the directory entry, never what a link
+//     points to, so a link put there after the check is replaced, not
+//     followed. The directory is synced after the rename.
+//   - Missing directories are made, 0755 explicitly, each opened
+//     O_NOFOLLOW for its chmod. Links among the directories that already
+//     exist are followed (/var/run -> /run): the directory path is the
+//     administrator's.
 func writeFileAtomic(file string, data []byte) error {
-	if p, err := filepath.EvalSymlinks(file); err == nil {
-		file = p
-	} else if t, lerr := os.Readlink(file); lerr == nil {
-		// A symlink to a file that does not exist yet: write the target.
-		if !filepath.IsAbs(t) {
-			t = filepath.Join(filepath.Dir(file), t)
+	dir := filepath.Dir(file)
+	if err := mkdirAll(dir); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if fi, err := os.Lstat(file); err == nil {
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s: %w", file, errSymlink)
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%s: not a regular file", file)
 		}
-		file = t
-	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".pppfwd-*")
+	tmp, err := createTemp(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", file, err)
 	}
-	_, err = tmp.Write(data)
+	err = tmp.Chmod(0o644)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
 	if err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), file)
@@ -328,5 +351,60 @@ func writeFileAtomic(file string, data []byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("%s: %w", file, err)
 	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("%s: sync directory: %w", file, err)
+	}
 	return nil
+}
+
+// createTemp creates a new file named .pppfwd-* in dir, O_EXCL|O_NOFOLLOW,
+// mode 0600 until its caller sets it.
+func createTemp(dir string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, ".pppfwd-"+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("no unused temporary name in %s", dir)
+}
+
+// mkdirAll makes dir and its missing parents, each mode 0755 whatever
+// the umask. A directory that exists is left as it is.
+func mkdirAll(dir string) error {
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s: not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := mkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if fi, serr := os.Stat(dir); errors.Is(err, fs.ErrExist) && serr == nil && fi.IsDir() {
+			return nil // made meanwhile by someone else: theirs, left as it is
+		}
+		return err // a dangling link among the directories ends here too
+	}
+	// Set the mode through a descriptor of the directory just made: a
+	// link swapped in for it makes the open fail instead of chmod-ing
+	// whatever the link points to.
+	d, err := os.OpenFile(dir, os.O_RDONLY|oNoFollow|oDirectory, 0)
+	if err != nil {
+		return err
+	}
+	err = d.Chmod(0o755)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

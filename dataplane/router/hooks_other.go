@@ -6,3 +6,13 @@ import "os/exec"
 
 // setProcessGroup: only the command itself is killed on this GOOS.
 func setProcessGroup(*exec.Cmd) {}
+
+// No O_NOFOLLOW or O_DIRECTORY on this GOOS: writeFileAtomic's Lstat
+// check and O_EXCL are what keep it off links.
+const (
+	oNoFollow  = 0
+	oDirectory = 0
+)
+
+// syncDir: directories cannot be synced on this GOOS.
+func syncDir(string) error { return nil }

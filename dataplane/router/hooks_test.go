@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -162,7 +163,7 @@ func TestHookScriptTimeout(t *testing.T) {
 
 // TestWriteStats: the stats file is JSON with the session state, the
 // counters, the drops by reason and the shaper rates, replaced whole
-// (through a missing directory, made).
+// (through a missing directory, made); a symlink there is refused.
 func TestWriteStats(t *testing.T) {
 	cfg, err := ParseConfig(strings.NewReader("lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\nshaper.up bandwidth 40mbit\n"))
 	if err != nil {
@@ -201,20 +202,21 @@ func TestWriteStats(t *testing.T) {
 			t.Errorf("stats without a session carry %s: %v", k, st[k])
 		}
 	}
-	// A dangling symlink: its target is written, the link stays.
+	// A dangling symlink is refused: the link stays, nothing is made
+	// where it points.
 	link := filepath.Join(t.TempDir(), "link.json")
 	target := filepath.Join(filepath.Dir(link), "sub", "target.json")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.WriteStats(link); err != nil {
-		t.Fatal(err)
+	if err := r.WriteStats(link); !errors.Is(err, errSymlink) {
+		t.Fatalf("stats file through a dangling symlink: %v, want refused", err)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("the symlink was replaced: %v %v", fi, err)
 	}
-	if _, err := os.Stat(target); err != nil {
-		t.Fatalf("the symlink's target was not written: %v", err)
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the symlink's target was written: %v", err)
 	}
 	if st["state"] == nil || st["shaper_up_bps"] != 40e6 || st["shaper_down_bps"] != 0.0 || c["rx_lan"] != 1.0 || c["drops"] != 1.0 ||
 		st["drops"].(map[string]any)["not_our_mac"] != 1.0 || st["control"] == nil {

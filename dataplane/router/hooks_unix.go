@@ -3,6 +3,7 @@
 package router
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -12,4 +13,24 @@ import (
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+}
+
+// Open flags for writeFileAtomic: a final path element that is a symlink
+// fails the open; a directory open fails on anything else.
+const (
+	oNoFollow  = syscall.O_NOFOLLOW
+	oDirectory = syscall.O_DIRECTORY
+)
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
