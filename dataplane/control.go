@@ -66,11 +66,16 @@ type ControlStats struct {
 // LAN exceptions, learns and resolves LAN neighbours (ARP), and sends
 // frames back through the engine. Nothing here runs per data packet.
 type Control struct {
-	e     *Engine
-	cfg   ControlConfig
-	in    chan []byte // WAN control frames for the PPPoE client
-	free  chan []byte
-	stats struct {
+	e    *Engine
+	cfg  ControlConfig
+	in   chan []byte // WAN control frames for the PPPoE client
+	free chan []byte
+	// inPrio carries our session's control frames (FromWANSession) with
+	// buffers of their own: other WAN control traffic, however much,
+	// cannot take their place. The client reads it first.
+	inPrio   chan []byte
+	freePrio chan []byte
+	stats    struct {
 		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored atomic.Uint64
 	}
 	slow    *slowpath.Pool
@@ -97,9 +102,11 @@ func NewControl(e *Engine, cfg ControlConfig) *Control {
 		cfg.Queue = 64
 	}
 	c := &Control{e: e, cfg: cfg, in: make(chan []byte, cfg.Queue), free: make(chan []byte, cfg.Queue),
+		inPrio: make(chan []byte, cfg.Queue), freePrio: make(chan []byte, cfg.Queue),
 		closed: make(chan struct{}), lastARP: map[uint32]time.Time{}, lastMove: map[uint32]time.Time{}}
 	for i := 0; i < cfg.Queue; i++ {
 		c.free <- make([]byte, nic.BufSize)
+		c.freePrio <- make([]byte, nic.BufSize)
 	}
 	c.v6.ra = cfg.RA
 	c.v6.ra.setDefaults(true)
@@ -185,19 +192,27 @@ func (c *Control) pollHost() int {
 
 func (c *Control) dispatch(d Dir, b []byte) {
 	switch d {
+	case FromWANSession:
+		c.toClient(c.inPrio, c.freePrio, b)
 	case FromWAN:
-		select {
-		case buf := <-c.free:
-			n := copy(buf, b)
-			c.in <- buf[:n]
-			c.stats.wan.Add(1)
-		default:
-			c.stats.wanDrop.Add(1)
-		}
+		c.toClient(c.in, c.free, b)
 	default:
 		if !c.slow.Submit(slowpath.Exception, 0, uint64(d), b) {
 			c.stats.ignored.Add(1)
 		}
+	}
+}
+
+// toClient queues a copy of b for the PPPoE client on in, with a buffer
+// from free; with none free it is dropped and counted.
+func (c *Control) toClient(in, free chan []byte, b []byte) {
+	select {
+	case buf := <-free:
+		n := copy(buf, b)
+		in <- buf[:n]
+		c.stats.wan.Add(1)
+	default:
+		c.stats.wanDrop.Add(1)
 	}
 }
 
@@ -457,9 +472,21 @@ type controlConn struct{ c *Control }
 
 func (cc controlConn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 	c := cc.c
+	// Our session's frames first, whatever else waits.
+	select {
+	case buf := <-c.inPrio:
+		n := copy(b, buf)
+		c.freePrio <- buf[:cap(buf)]
+		return n, nil
+	default:
+	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
+	case buf := <-c.inPrio:
+		n := copy(b, buf)
+		c.freePrio <- buf[:cap(buf)]
+		return n, nil
 	case buf := <-c.in:
 		n := copy(b, buf)
 		c.free <- buf[:cap(buf)]

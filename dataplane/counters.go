@@ -31,6 +31,7 @@ const (
 	DropHeadroom                   // not enough headroom to encapsulate
 	DropBadIPv6                    // IPv6 version or payload length wrong
 	DropFirewall                   // IPv6 from the session that no LAN host asked for (fw6.go)
+	DropControlLimit               // WAN control frame not of our session, over the control rate limit
 	numReasons
 )
 
@@ -39,7 +40,7 @@ var reasonNames = [numReasons]string{
 	"fragment", "martian", "ttl_exceeded", "no_session", "too_big", "nat",
 	"nat_reject", "bad_pppoe", "wrong_session", "not_for_us",
 	"unsupported", "shaper", "tx_full", "ring_full", "exception_full",
-	"no_buffer", "headroom", "bad_ipv6", "firewall",
+	"no_buffer", "headroom", "bad_ipv6", "firewall", "control_limit",
 }
 
 // String returns the reason's stable name (used in JSON).

@@ -31,10 +31,18 @@ type Engine struct {
 	steerLinks []*Link   // steering -> worker k
 	redirect   [][]*Link // worker i -> worker j
 	excLinks   []*Link   // worker k -> control (LAN exceptions)
-	ctlLink    *Link     // steering -> control (WAN control frames)
-	inject     *Link     // control -> worker 0 (frames to send)
+	ctlLink    *Link     // steering -> control (WAN control frames, rate-limited)
+	prioLink   *Link     // steering -> control (our session's control frames)
+	// inject[k]: control -> worker k (frames to send). Send uses one
+	// worker's link at a time (frames keep their order) and moves on when
+	// that worker stops making progress (injectStall), so no control
+	// frame waits on one worker being scheduled.
+	inject     []*Link
 	injectMu   sync.Mutex
 	injectPool *Pool
+	injectCur  int       // the link Send uses
+	injectBeat uint64    // its worker's beat when last seen
+	injectSeen time.Time // when that beat was first seen
 
 	pollSeed      uint64
 	steerCounters Counters
@@ -86,8 +94,12 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	e.ctlLink = NewLink(small)
-	e.inject = NewLink(small)
-	e.injectPool = NewPool(small, 2*small)
+	e.prioLink = NewLink(small)
+	e.inject = make([]*Link, n)
+	for i := range e.inject {
+		e.inject[i] = NewLink(small)
+	}
+	e.injectPool = NewPool(2*small, 2*small)
 	e.steer = newSteerer(e, &e.steerCounters)
 	e.steer.clock = monoClock{}.Now // steering cost is real time, whatever the shaper's clock
 	e.neighbors.Store(NewNeighbors(nil))
@@ -247,11 +259,13 @@ func (e *Engine) NextEvent() int64 {
 // the ports (call it before Stop, e.g. after the PPPoE client's last PADT).
 func (e *Engine) Flush(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
-	for e.inject.Data.Len() > 0 {
-		if !e.started || time.Now().After(deadline) {
-			return false
+	for _, l := range e.inject {
+		for l.Data.Len() > 0 {
+			if !e.started || time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(100 * time.Microsecond)
 		}
-		time.Sleep(100 * time.Microsecond)
 	}
 	return true
 }
@@ -343,6 +357,10 @@ const (
 	Unresolved            // Ethernet+IPv4 or IPv6 for a LAN host whose MAC is unknown
 	ToWAN                 // frame to send on the WAN
 	ToLAN                 // frame to send on the LAN
+	// FromWANSession: our session's control frames (LCP, authentication,
+	// IPCP/IPv6CP, the AC's discovery), on a path of their own that other
+	// WAN control traffic cannot crowd out (Ethernet frame).
+	FromWANSession
 )
 
 // PollControl hands every pending control (WAN) and exception (LAN) frame
@@ -355,7 +373,7 @@ func (e *Engine) PollControl(fn func(d Dir, b []byte)) int {
 		for {
 			n := l.Data.Pop(buf[:])
 			for _, f := range buf[:n] {
-				if l != e.ctlLink {
+				if l != e.ctlLink && l != e.prioLink {
 					d = Dir(f.Aux)
 				}
 				fn(d, f.Data())
@@ -373,6 +391,7 @@ func (e *Engine) PollControl(fn func(d Dir, b []byte)) int {
 			}
 		}
 	}
+	poll(e.prioLink, FromWANSession)
 	poll(e.ctlLink, FromWAN)
 	for _, l := range e.excLinks {
 		poll(l, FromLAN)
@@ -380,21 +399,31 @@ func (e *Engine) PollControl(fn func(d Dir, b []byte)) int {
 	return total
 }
 
-// ErrInjectFull is returned when the injection ring is full.
+// ErrInjectFull is returned when no worker's injection ring has room: a
+// transient condition (the frame was not sent; a later one may be).
 var ErrInjectFull = errors.New("dataplane: injection ring full")
 
+// injectStall is how long a worker may hold injected frames without
+// making progress before Send moves on to the next worker.
+const injectStall = 20 * time.Millisecond
+
 // Send queues a frame (Ethernet header included) for transmission on the
-// WAN (ToWAN) or LAN (ToLAN) by worker 0. Safe for concurrent use; for the
-// control plane and the host-stack path, not for bulk traffic.
+// WAN (ToWAN) or LAN (ToLAN) by a worker. Safe for concurrent use; for the
+// control plane and the host-stack path, not for bulk traffic. Frames
+// keep their order while the worker carrying them makes progress; one
+// that stalls (injectStall) is passed over, and frames it still holds go
+// out when it resumes.
 func (e *Engine) Send(d Dir, b []byte) error {
 	e.injectMu.Lock()
 	defer e.injectMu.Unlock()
 	var buf [32]*nic.Frame
-	for {
-		n := e.inject.Ret.Pop(buf[:])
-		e.injectPool.PutN(buf[:n])
-		if n < len(buf) {
-			break
+	for _, l := range e.inject {
+		for {
+			n := l.Ret.Pop(buf[:])
+			e.injectPool.PutN(buf[:n])
+			if n < len(buf) {
+				break
+			}
 		}
 	}
 	f := e.injectPool.Get()
@@ -406,11 +435,41 @@ func (e *Engine) Send(d Dir, b []byte) error {
 		return errors.New("dataplane: frame too large")
 	}
 	f.Aux = uint32(d)
-	if e.inject.Data.Push([]*nic.Frame{f}) == 0 {
-		e.injectPool.Put(f)
-		return ErrInjectFull
+	e.pickInject()
+	for i := range e.inject {
+		k := (e.injectCur + i) % len(e.inject)
+		if e.inject[k].Data.Push([]*nic.Frame{f}) == 1 {
+			return nil
+		}
 	}
-	return nil
+	e.injectPool.Put(f)
+	return ErrInjectFull
+}
+
+// pickInject moves injectCur on when its worker holds injected frames and
+// its beat has not changed for injectStall. Called with injectMu held.
+func (e *Engine) pickInject() {
+	if len(e.inject) == 1 || e.inject[e.injectCur].Data.Len() == 0 {
+		return
+	}
+	now := time.Now()
+	if b := e.workers[e.injectCur].beat.Load(); b != e.injectBeat || e.injectSeen.IsZero() {
+		e.injectBeat, e.injectSeen = b, now
+		return
+	}
+	if now.Sub(e.injectSeen) < injectStall {
+		return
+	}
+	e.injectCur = (e.injectCur + 1) % len(e.inject)
+	e.injectBeat, e.injectSeen = e.workers[e.injectCur].beat.Load(), now
+}
+
+// StallWorker makes worker i sleep for d at its next step: fault
+// injection for tests of a worker that is not scheduled (the other
+// workers, steering on a thread of its own, and the session must carry
+// on).
+func (e *Engine) StallWorker(i int, d time.Duration) {
+	e.workers[i].stall.Store(int64(d))
 }
 
 // publishDue says whether a thread's loop publishes its counters on this

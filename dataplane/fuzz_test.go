@@ -81,8 +81,16 @@ func FuzzClassifyVsGopacket(f *testing.F) {
 		if eth == nil {
 			return
 		}
-		if eth.EthernetType != layers.EthernetTypePPPoESession && eth.EthernetType != layers.EthernetTypeDot1Q {
+		switch eth.EthernetType {
+		case layers.EthernetTypePPPoESession, layers.EthernetTypeDot1Q:
+		case layers.EthernetTypePPPoEDiscovery:
 			if got != toControl {
+				t.Fatalf("PPPoE discovery steered to %d", got)
+			}
+			return
+		default:
+			// Nothing but PPPoE is of use on the WAN: dropped at once.
+			if got != toNotPPPoE {
 				t.Fatalf("non-PPPoE ethertype %v steered to %d", eth.EthernetType, got)
 			}
 			return

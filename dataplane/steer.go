@@ -2,16 +2,22 @@ package dataplane
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 // Steering targets other than a worker index.
 const (
-	toControl = -1 // PPPoE discovery, PPP control protocols, non-PPPoE
+	toControl = -1 // PPPoE discovery, PPP control protocols
 	toDrop    = -2 // counted as DropBadPPPoE
-	toIPv6    = -3 // PPP IPv6 data: steered by flow hash (steer6)
+	// toNotPPPoE: an EtherType the PPPoE client has no use for (LLDP,
+	// broadcasts, IP on the bare WAN): dropped where it arrives, counted
+	// as DropUnsupported, so a storm of them costs one classify each.
+	toNotPPPoE = -5
+	toIPv6     = -3 // PPP IPv6 data: steered by flow hash (steer6)
 	// toLaterFrag: an IPv4 fragment other than the first; the steerer
 	// sends it where its datagram's first fragment went (see frag.go).
 	toLaterFrag = -4
@@ -41,7 +47,10 @@ func classify(b []byte, owner *[65536]uint8) int {
 		et = binary.BigEndian.Uint16(b[o:])
 	}
 	if et != hdr.EtherTypePPPoESess {
-		return toControl
+		if et == hdr.EtherTypePPPoEDisc {
+			return toControl
+		}
+		return toNotPPPoE
 	}
 	p := o + 2
 	if len(b) < p+hdr.PPPoELen+hdr.PPPLen || b[p] != 0x11 || b[p+1] != 0 {
@@ -98,38 +107,56 @@ type steerer struct {
 	wan     nic.Port
 	owner   *[65536]uint8
 	links   []*Link // one per worker
-	ctl     *Link   // control-plane frames (consumer: the control goroutine)
+	ctl     *Link   // other control frames, rate-limited (consumer: the control goroutine)
+	prio    *Link   // our session's control frames (consumer: the control goroutine)
+	session func() *pppoe.Session
 	pool    *Pool
 	rx      []*nic.Frame
 	out     [][]*nic.Frame // pending batch per worker
 	ctlOut  []*nic.Frame
-	batch   int
-	c       *Counters
-	clock   func() int64
-	rearm   []*nic.Frame
-	minFree int
-	frags   fragTable // datagram -> worker of its first fragment
+	prioOut []*nic.Frame
+	// ctlLimit bounds the control frames that are not our session's
+	// (broadcast discovery, other sessions) handed to the control plane.
+	ctlLimit tokenBucket
+	// fullSince[k]: when worker k's ring was first seen without room for a
+	// batch (0: it has room). Steering waits for a slow worker at most
+	// steerWait; after that the worker's frames are dropped and counted
+	// (ringFull[k]) while the other workers' traffic flows.
+	fullSince []int64
+	ringFull  []atomic.Uint64
+	batch     int
+	c         *Counters
+	clock     func() int64
+	rearm     []*nic.Frame
+	minFree   int
+	frags     fragTable // datagram -> worker of its first fragment
 }
 
 func newSteerer(e *Engine, c *Counters) *steerer {
 	s := &steerer{
-		wan:   e.cfg.WAN,
-		owner: e.owner,
-		links: e.steerLinks,
-		ctl:   e.ctlLink,
-		batch: e.cfg.Batch,
-		c:     c,
-		rx:    make([]*nic.Frame, e.cfg.Batch),
-		rearm: make([]*nic.Frame, e.cfg.Batch),
+		wan:       e.cfg.WAN,
+		owner:     e.owner,
+		links:     e.steerLinks,
+		ctl:       e.ctlLink,
+		prio:      e.prioLink,
+		session:   e.session.Load,
+		ctlLimit:  newTokenBucket(ctlRate, ctlBurst),
+		fullSince: make([]int64, len(e.steerLinks)),
+		ringFull:  make([]atomic.Uint64, len(e.steerLinks)),
+		batch:     e.cfg.Batch,
+		c:         c,
+		rx:        make([]*nic.Frame, e.cfg.Batch),
+		rearm:     make([]*nic.Frame, e.cfg.Batch),
 	}
-	// Enough frames to fill every ring and the control ring, plus a batch.
-	n := (len(e.steerLinks)+1)*e.cfg.RingSize + 2*e.cfg.Batch
+	// Enough frames to fill every ring and the control rings, plus a batch.
+	n := (len(e.steerLinks)+2)*e.cfg.RingSize + 2*e.cfg.Batch
 	s.pool = NewPool(n, n)
 	s.out = make([][]*nic.Frame, len(e.steerLinks))
 	for i := range s.out {
 		s.out[i] = make([]*nic.Frame, 0, e.cfg.Batch)
 	}
 	s.ctlOut = make([]*nic.Frame, 0, e.cfg.Batch)
+	s.prioOut = make([]*nic.Frame, 0, e.cfg.Batch)
 	s.minFree = e.cfg.Batch
 	return s
 }
@@ -140,6 +167,7 @@ func (s *steerer) reclaim() {
 		s.reclaimLink(l)
 	}
 	s.reclaimLink(s.ctl)
+	s.reclaimLink(s.prio)
 }
 
 func (s *steerer) reclaimLink(l *Link) {
@@ -153,9 +181,11 @@ func (s *steerer) reclaimLink(l *Link) {
 }
 
 // poll receives and steers at most one batch from each WAN RX queue and
-// returns the number of frames received. When any worker's ring lacks room
+// returns the number of frames received. When a worker's ring lacks room
 // for a whole batch it leaves the frames in the NIC ring (back-pressure
-// instead of drops).
+// instead of drops), for at most steerWait: a worker that stays behind
+// longer loses its own frames (counted), never the others' or the
+// session's control frames.
 func (s *steerer) poll() int {
 	s.reclaim()
 	total := 0
@@ -176,10 +206,32 @@ func (s *steerer) poll() int {
 	return total
 }
 
+// Steering limits.
+const (
+	// steerWait is how long steering holds WAN receive back for a worker
+	// whose ring is full before it drops that worker's frames instead.
+	steerWait = 2e6 // ns
+	// ctlRate and ctlBurst bound the control frames per second that are
+	// not our session's (a PADI or broadcast storm on the access network).
+	ctlRate  = 1000
+	ctlBurst = 256
+)
+
 // pollQueue steers one batch from queue q; -1 means no room downstream.
 func (s *steerer) pollQueue(q int) int {
-	for _, l := range s.links {
-		if l.Data.Free() < s.minFree {
+	var now int64
+	for k, l := range s.links {
+		if l.Data.Free() >= s.minFree {
+			s.fullSince[k] = 0
+			continue
+		}
+		if now == 0 {
+			now = s.clock()
+		}
+		if s.fullSince[k] == 0 {
+			s.fullSince[k] = now
+		}
+		if now-s.fullSince[k] < steerWait {
 			return -1
 		}
 	}
@@ -197,6 +249,7 @@ func (s *steerer) pollQueue(q int) int {
 		return 0
 	}
 	t0 := s.clock()
+	sess := s.session()
 	for _, f := range s.rx[:got] {
 		w := classify(f.Data(), s.owner)
 		if w >= steerFirst || w == toLaterFrag {
@@ -206,7 +259,18 @@ func (s *steerer) pollQueue(q int) int {
 		case w >= 0:
 			s.out[w] = append(s.out[w], f)
 		case w == toControl:
-			s.ctlOut = append(s.ctlOut, f)
+			switch {
+			case sessionControl(f.Data(), sess):
+				s.prioOut = append(s.prioOut, f)
+			case s.ctlLimit.allow(t0):
+				s.ctlOut = append(s.ctlOut, f)
+			default:
+				s.c.Drops[DropControlLimit]++
+				s.pool.Put(f)
+			}
+		case w == toNotPPPoE:
+			s.c.Drops[DropUnsupported]++
+			s.pool.Put(f)
 		case w == toIPv6:
 			b := f.Data()
 			k := steer6(b, wanIPOffset(b), len(s.links))
@@ -217,9 +281,13 @@ func (s *steerer) pollQueue(q int) int {
 		}
 	}
 	for w, l := range s.links {
-		s.push(l, s.out[w])
+		if k := s.push(l, s.out[w]); k < len(s.out[w]) {
+			s.ringFull[w].Add(uint64(len(s.out[w]) - k))
+		}
 		s.out[w] = s.out[w][:0]
 	}
+	s.c.Exception += uint64(s.push(s.prio, s.prioOut))
+	s.prioOut = s.prioOut[:0]
 	s.c.Exception += uint64(s.push(s.ctl, s.ctlOut))
 	s.ctlOut = s.ctlOut[:0]
 	s.c.SteerPackets += uint64(got)
@@ -267,4 +335,38 @@ func (s *steerer) push(l *Link, fs []*nic.Frame) int {
 		s.pool.PutN(fs[k:])
 	}
 	return k
+}
+
+// sessionControl reports whether the PPPoE frame b (classify said
+// toControl) belongs to our session's control traffic, which gets the
+// control plane's priority path: with a session up, session frames with
+// its id and discovery frames (PADT) from its access concentrator; before
+// that, PPPoE frames unicast to us (PADO, PADS, LCP and authentication
+// during login). Broadcast discovery (other hosts' PADIs) and other
+// sessions' frames are not.
+func sessionControl(b []byte, s *pppoe.Session) bool {
+	if b[0]&1 != 0 {
+		return false
+	}
+	if s == nil {
+		return true
+	}
+	if [6]byte(b[6:12]) != s.PeerMAC {
+		return false
+	}
+	o := wanIPOffset(b) - hdr.PPPoELen - hdr.PPPLen
+	if binary.BigEndian.Uint16(b[o-2:]) == hdr.EtherTypePPPoEDisc {
+		return true
+	}
+	return len(b) >= o+hdr.PPPoELen && binary.BigEndian.Uint16(b[o+2:]) == s.ID
+}
+
+// RingFullDrops returns, per worker, the WAN frames steering dropped
+// because that worker's ring stayed full past steerWait.
+func (e *Engine) RingFullDrops() []uint64 {
+	out := make([]uint64, len(e.steer.ringFull))
+	for i := range out {
+		out[i] = e.steer.ringFull[i].Load()
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"encoding/binary"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
@@ -84,6 +85,10 @@ type Worker struct {
 	c     Counters
 	pub   counterCell
 	steps uint64
+	// beat is the worker's step count, for Send to see it making
+	// progress; stall is a pending fault-injection sleep (StallWorker).
+	beat  atomic.Uint64
+	stall atomic.Int64
 	sink  byte // keeps touch's loads alive
 }
 
@@ -189,12 +194,10 @@ func (w *Worker) run() {
 			w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))
 		}
 	}
-	if w.id == 0 {
-		// What the control plane queued last (a PADT on shutdown) still
-		// goes out.
-		w.drainInject()
-		w.flush()
-	}
+	// What the control plane queued last (a PADT on shutdown) still goes
+	// out.
+	w.drainInject()
+	w.flush()
 	if w.cfg.ThreadCPU != nil {
 		w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))
 	}
@@ -205,17 +208,18 @@ func (w *Worker) run() {
 // the frames steered to this worker, redirected frames, shapers, flush.
 // It returns the number of frames it handled.
 func (w *Worker) step() int {
+	if w.stall.Load() != 0 {
+		time.Sleep(time.Duration(w.stall.Swap(0)))
+	}
+	w.beat.Store(w.steps)
 	w.now = w.cfg.Clock.Now()
 	w.refreshSession()
 	w.neigh = w.e.neighbors.Load()
 	w.neigh6 = w.e.neighbors6.Load()
 	w.lan6 = w.e.lan6.Load()
-	work := 0
-	if w.id == 0 {
-		if w.cfg.Steer == SteerInline {
-			work += w.e.steer.poll()
-		}
-		work += w.drainInject()
+	work := w.drainInject()
+	if w.id == 0 && w.cfg.Steer == SteerInline {
+		work += w.e.steer.poll()
 	}
 	// LAN RX.
 	n := w.pool.GetN(w.rx)
@@ -293,8 +297,8 @@ func (w *Worker) reclaim() {
 		w.reclaimLink(l)
 	}
 	w.reclaimLink(w.e.excLinks[w.id])
-	// (The injection link is the other way round: worker 0 consumes its
-	// Data and produces its Ret; Engine.Send reclaims.)
+	// (The injection links are the other way round: worker k consumes
+	// inject[k].Data and produces its Ret; Engine.Send reclaims.)
 }
 
 func (w *Worker) reclaimLink(l *Link) {
@@ -682,6 +686,10 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 		w.drop(f, DropNotForUs)
 		return
 	}
+	if w.martianFromWAN(ip.Src()) {
+		w.drop(f, DropMartian)
+		return
+	}
 	first := false
 	if ip.IsFragment() {
 		if laterFragment(ip) {
@@ -724,6 +732,19 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 	}
 	w.forwardIP(ip)
 	w.downstream(f, ip)
+}
+
+// martianFromWAN reports a source no packet from the session may claim
+// (RFC 1812 5.3.7, as the kernel's rp_filter and pf's antispoof rules
+// drop them): this network (0/8), loopback (127/8), multicast and
+// reserved (224/4, 240/4 and the broadcast address), the LAN's own
+// prefix and the router's addresses, and the session's public address.
+func (w *Worker) martianFromWAN(src uint32) bool {
+	switch {
+	case src>>24 == 0, src>>24 == 127, src>>28 >= 0xe:
+		return true
+	}
+	return src&w.lanMask == w.cfg.LANNet || src == w.cfg.RouterAddr || src == w.pubAddr
 }
 
 // laterFragmentIn sends a downlink fragment other than the first to the
@@ -856,9 +877,9 @@ func (w *Worker) flushException() {
 	w.excOut = w.excOut[:0]
 }
 
-// drainInject sends frames the control plane queued (worker 0 only).
+// drainInject sends frames the control plane queued for this worker.
 func (w *Worker) drainInject() int {
-	l := w.e.inject
+	l := w.e.inject[w.id]
 	n := l.Data.Pop(w.tmp)
 	for i, f := range w.tmp[:n] {
 		var k int

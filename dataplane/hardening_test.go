@@ -1,0 +1,185 @@
+package dataplane
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+)
+
+// TestWANMartianSourcesDropped: from the session, no packet with a source
+// that cannot be on the Internet reaches a LAN host, neither behind a
+// mapped port nor behind a port forward (RFC 1812 5.3.7, as rp_filter
+// and pf antispoof): each is dropped and counted as martian, while the
+// same packets from a real remote pass.
+func TestWANMartianSourcesDropped(t *testing.T) {
+	r := forwardRig(t)
+	ext := r.outbound(t, pkt{src: hostIP, dst: remoteIP, sport: 5000, dport: 53, proto: layers.IPProtocolUDP, payload: 20})
+	// Where the mapping's owner took it: the replies must meet it there.
+	sources := []struct {
+		name string
+		src  uint32
+	}{
+		{"LAN host", hostIP},
+		{"LAN network", lanNet},
+		{"router LAN address", routerIP},
+		{"session address", pubIP},
+		{"loopback", ip4(127, 0, 0, 1)},
+		{"this network", ip4(0, 1, 2, 3)},
+		{"zero", 0},
+		{"multicast", ip4(224, 0, 0, 251)},
+		{"reserved", ip4(240, 0, 0, 1)},
+		{"broadcast", ip4(255, 255, 255, 255)},
+	}
+	for _, tc := range sources {
+		t.Run(tc.name, func(t *testing.T) {
+			before := r.e.Totals().Drops[DropMartian]
+			r.wan.Inject(0, wanFrame(t, pkt{src: tc.src, dst: pubIP, sport: 53, dport: ext, proto: layers.IPProtocolUDP, payload: 40}))
+			r.wan.Inject(0, wanFrame(t, pkt{src: tc.src, dst: pubIP, sport: 50000, dport: 443, proto: layers.IPProtocolTCP, syn: true}))
+			for i := 0; i < 4; i++ {
+				r.step()
+			}
+			if got := r.drainLAN(); len(got) != 0 {
+				t.Errorf("%d frames from source %s reached the LAN", len(got), netIP(tc.src))
+			}
+			if d := r.e.Totals().Drops[DropMartian] - before; d != 2 {
+				t.Errorf("martian drops %d, want 2 (drops %v)", d, r.e.Totals().DropMap())
+			}
+		})
+	}
+	// The same packets from a real remote still pass: the reply to the
+	// mapping and the forwarded SYN.
+	r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: ext, proto: layers.IPProtocolUDP, payload: 40}))
+	r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 50000, dport: 443, proto: layers.IPProtocolTCP, syn: true}))
+	for i := 0; i < 4; i++ {
+		r.step()
+	}
+	if got := r.drainLAN(); len(got) != 2 {
+		t.Errorf("a real remote's reply and SYN: %d frames reached the LAN, want 2 (drops %v)", len(got), r.e.Totals().DropMap())
+	}
+}
+
+// lcpEcho returns an LCP Echo-Request from the AC on our session.
+func lcpEcho(t *testing.T) []byte {
+	b := wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 1, dport: 2, proto: layers.IPProtocolUDP})
+	b[20], b[21] = 0xc0, 0x21                // PPP protocol LCP
+	b[22], b[23], b[24], b[25] = 9, 7, 0, 8 // Echo-Request, id 7, length 8
+	return b
+}
+
+// countControl polls the control links and counts frames by direction.
+func countControl(e *Engine) map[Dir]int {
+	n := map[Dir]int{}
+	e.PollControl(func(d Dir, b []byte) { n[d]++ })
+	return n
+}
+
+// TestSlowWorkerCostsOnlyItsOwnTraffic: when one worker stops taking its
+// frames, steering waits for it at most steerWait, then drops that
+// worker's frames (counted per worker) while the other worker's traffic
+// and the session's control frames keep flowing.
+func TestSlowWorkerCostsOnlyItsOwnTraffic(t *testing.T) {
+	r := newRig(t, 2, nil)
+	// A port each worker owns.
+	var port [2]uint16
+	for p := 1024; p < 65536 && (port[0] == 0 || port[1] == 0); p++ {
+		if w := r.e.Owner()[p]; port[w] == 0 {
+			port[w] = uint16(p)
+		}
+	}
+	w0 := r.e.workers[0]
+	// Worker 1 is not scheduled: only worker 0 (which steers) runs.
+	// Fill worker 1's ring, then keep sending to both.
+	sent0 := 0
+	deadline := time.Now().Add(20 * time.Duration(steerWait))
+	for time.Now().Before(deadline) {
+		for i := 0; i < 32; i++ {
+			r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: port[1], proto: layers.IPProtocolUDP, payload: 10}))
+		}
+		r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: port[0], proto: layers.IPProtocolUDP, payload: 10}))
+		sent0++
+		w0.step()
+		time.Sleep(100 * time.Microsecond)
+	}
+	r.wan.Inject(0, lcpEcho(t))
+	for i := 0; i < 4; i++ {
+		w0.step()
+	}
+	w0.pub.publish(&w0.c)
+	// Worker 0's frames reached it (they are dropped there as nat: no
+	// mapping; what matters is that they were not held back).
+	if got := w0.Counters().RxWAN; got < uint64(sent0)*9/10 {
+		t.Errorf("worker 0 took %d of its %d WAN frames while worker 1 stalled", got, sent0)
+	}
+	if d := r.e.RingFullDrops(); d[1] == 0 || d[0] != 0 {
+		t.Errorf("ring-full drops per worker %v, want only worker 1's", d)
+	}
+	if n := countControl(r.e); n[FromWANSession] != 1 {
+		t.Errorf("the session's LCP echo did not reach the control plane: %v", n)
+	}
+}
+
+// TestControlStormKeepsSessionControl: a storm of other control traffic
+// on the WAN (LLDP, broadcasts, other hosts' PADIs) cannot crowd out our
+// session's LCP: non-PPPoE frames are dropped at steering, broadcast
+// discovery is rate-limited, and LCP for our session has a path of its
+// own.
+func TestControlStormKeepsSessionControl(t *testing.T) {
+	r := newRig(t, 1, nil)
+	lldp := make([]byte, 60)
+	copy(lldp, []byte{0x01, 0x80, 0xc2, 0, 0, 0x0e})
+	lldp[12], lldp[13] = 0x88, 0xcc
+	padi := make([]byte, 60)
+	copy(padi, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 9, 9, 9, 9, 9, 0x88, 0x63, 0x11, 0x09})
+	echo := lcpEcho(t)
+	lcp := 0
+	for round := 0; round < 40; round++ {
+		for i := 0; i < 200; i++ {
+			r.wan.Inject(0, lldp)
+			r.wan.Inject(0, padi)
+		}
+		r.wan.Inject(0, echo)
+		for i := 0; i < 8; i++ { // steering keeps up with the wire
+			r.step()
+		}
+		// The control plane reads only now and then.
+		if round%10 == 9 {
+			lcp += countControl(r.e)[FromWANSession]
+		}
+	}
+	lcp += countControl(r.e)[FromWANSession]
+	if lcp != 40 {
+		t.Errorf("%d of 40 LCP echoes reached the control plane during the storm (drops %v)", lcp, r.e.Totals().DropMap())
+	}
+	d := r.e.Totals().Drops
+	if d[DropUnsupported] != 8000 {
+		t.Errorf("LLDP dropped at steering: %d, want 8000", d[DropUnsupported])
+	}
+	if d[DropControlLimit] == 0 {
+		t.Errorf("broadcast PADIs were not rate-limited (drops %v)", r.e.Totals().DropMap())
+	}
+}
+
+// TestSendSurvivesStalledWorker: frames the control plane sends (LCP
+// replies, PADT) do not wait on one worker being scheduled: with worker 0
+// stalled, Send's frames leave through the other worker.
+func TestSendSurvivesStalledWorker(t *testing.T) {
+	r := newRig(t, 2, func(c *Config) { c.Clock = nil })
+	r.e.Start()
+	defer r.e.Stop()
+	r.e.StallWorker(0, 2*time.Second)
+	time.Sleep(20 * time.Millisecond) // worker 0 is asleep now
+	echo := lcpEcho(t)
+	start := time.Now()
+	got := 0
+	for time.Since(start) < time.Second && got < 10 {
+		if err := r.e.Send(ToWAN, echo); err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		got += r.wan.Drain(1, func([]byte) {})
+	}
+	if got < 10 {
+		t.Fatalf("%d frames left through worker 1 in %v while worker 0 stalled, want 10", got, time.Since(start))
+	}
+}
