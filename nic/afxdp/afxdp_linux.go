@@ -11,6 +11,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 // portSys holds the Linux resources of a port.
@@ -83,7 +85,8 @@ func Open(ifname string, o Options) (*Port, error) {
 			o.Queues = max(int(rx), int(comb), 1)
 		}
 	}
-	p := &Port{name: ifname, sys: portSys{evfd: -1}}
+	p := &Port{name: ifname, sys: portSys{evfd: -1}, goneErr: fmt.Errorf("afxdp: %s: %w", ifname, nic.ErrLinkGone),
+		rxIdle: make([]uint32, o.Queues), txCalls: make([]uint32, o.Queues)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -237,6 +240,9 @@ func (p *Port) Wait(q int, timeout time.Duration) error {
 	if p.closed.Load() {
 		return ErrClosed
 	}
+	if p.gone.Load() {
+		return p.goneErr
+	}
 	x := p.qs[q]
 	x.flush()
 	if x.rx.consAvail(1) > 0 {
@@ -300,6 +306,18 @@ func (s *portSys) release() error {
 }
 
 // kernelRxDrops sums the kernel's per-socket RX drop counters.
+// unbound reports whether queue q's socket lost its binding: the kernel
+// unbinds an AF_XDP socket whose interface is unregistered, and a
+// recvfrom on it then fails with ENXIO (on a bound socket it is a no-op
+// or an RX wakeup).
+func (s *portSys) unbound(q int) bool {
+	if q >= len(s.socks) || s.socks[q].fd < 0 {
+		return false
+	}
+	_, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.socks[q].fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	return e == unix.ENXIO || e == unix.ENODEV
+}
+
 func (s *portSys) kernelRxDrops() uint64 {
 	var n uint64
 	for _, k := range s.socks {

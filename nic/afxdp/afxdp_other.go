@@ -14,6 +14,8 @@ type portSys struct{}
 
 func (portSys) kernelRxDrops() uint64 { return 0 }
 
+func (portSys) unbound(int) bool { return false }
+
 var errGOOS = fmt.Errorf("afxdp: AF_XDP on %s: %w", runtime.GOOS, nic.ErrNotSupported)
 
 // Open fails: AF_XDP exists only on Linux.

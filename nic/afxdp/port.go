@@ -10,6 +10,11 @@ import (
 // ErrQueue is returned for a queue index outside [0, Queues()).
 var ErrQueue = errors.New("afxdp: no such queue")
 
+// linkCheckEvery is how many empty Recv calls (or Send calls) of a queue
+// pass between two probes of its socket for a removed interface (one
+// system call each): the rings alone do not show it.
+const linkCheckEvery = 1024
+
 // Port is a nic.Port over one AF_XDP socket per queue. Each queue must be
 // used by one goroutine at a time (Recv, Send and Wait of the same queue
 // never run concurrently); different queues need no coordination.
@@ -20,6 +25,14 @@ type Port struct {
 	mode     Mode
 	zeroCopy bool
 	sys      portSys
+	// gone is set once the interface was found removed (the kernel
+	// unbinds the sockets); from then on Recv, Send and Wait return
+	// goneErr (nic.ErrLinkGone naming the interface).
+	gone    atomic.Bool
+	goneErr error
+	// Per queue: empty Recv calls and Send calls since Open (each
+	// written only by the queue's goroutine).
+	rxIdle, txCalls []uint32
 }
 
 var _ nic.Port = (*Port)(nil)
@@ -45,7 +58,25 @@ func (p *Port) Recv(q int, frames []*nic.Frame) (int, error) {
 	if p.closed.Load() {
 		return 0, ErrClosed
 	}
-	return p.qs[q].recv(frames), nil
+	if p.gone.Load() {
+		return 0, p.goneErr
+	}
+	n := p.qs[q].recv(frames)
+	if n == 0 {
+		if p.rxIdle[q]++; p.rxIdle[q]%linkCheckEvery == 0 && p.linkGone(q) {
+			return 0, p.goneErr
+		}
+	}
+	return n, nil
+}
+
+// linkGone probes queue q's socket and latches gone if its interface
+// was removed.
+func (p *Port) linkGone(q int) bool {
+	if p.sys.unbound(q) {
+		p.gone.Store(true)
+	}
+	return p.gone.Load()
 }
 
 // Send copies frames into queue q's TX ring, kicks the kernel once and
@@ -59,7 +90,14 @@ func (p *Port) Send(q int, frames []*nic.Frame) (int, error) {
 	if p.closed.Load() {
 		return 0, ErrClosed
 	}
-	return p.qs[q].send(frames), nil
+	if p.gone.Load() {
+		return 0, p.goneErr
+	}
+	n := p.qs[q].send(frames)
+	if p.txCalls[q]++; p.txCalls[q]%linkCheckEvery == 0 && p.linkGone(q) {
+		return n, p.goneErr
+	}
+	return n, nil
 }
 
 // Flush kicks queue q's TX ring again, for frames a previous kick left
