@@ -50,17 +50,32 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
 		return 1
 	}
+	// The permissions of the file opened, not of whatever the name points
+	// at by the time they would be checked.
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
+		return 1
+	}
 	cfg, err := router.ParseConfig(f)
 	f.Close()
 	if err != nil {
 		fmt.Fprintf(stderr, "pppfwd: %s: %v\n", *conf, err)
 		return 1
 	}
+	permErr := router.CheckConfigFile(*conf, fi)
 	if *check {
+		if permErr != nil {
+			fmt.Fprintf(stderr, "pppfwd: warning: %v\n", permErr)
+		}
 		fmt.Fprintf(stdout, "%s: ok\n", *conf)
 		return 0
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
+	if permErr != nil {
+		logger.Printf("pppfwd: warning: %v", permErr)
+	}
 	// SIGHUP re-reads the configuration and applies what can change with
 	// the session up (the shaper rates); caught from here on, so one that
 	// comes while the ports open waits instead of killing the process.

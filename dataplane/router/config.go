@@ -8,7 +8,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -384,6 +386,41 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// CheckConfigFile returns an error naming what is wrong with the
+// permissions of the configuration file name (fi: its Stat), as ssh does
+// for private keys, or nil: the file holds the PPPoE password, so group
+// and others must have no access to it (mode & 0o077 == 0), and its owner
+// can choose the scripts pppfwd runs (pppoe.up_script, ...) as its own
+// user, so it must be owned by the user running pppfwd. pppfwd warns and
+// goes on; the fix is chmod 600 and chown.
+func CheckConfigFile(name string, fi fs.FileInfo) error {
+	return checkConfigFile(name, fi, os.Geteuid())
+}
+
+func checkConfigFile(name string, fi fs.FileInfo, euid int) error {
+	var p []string
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		var who []string
+		if m&0o044 != 0 {
+			who = append(who, "read it (the PPPoE password)")
+		}
+		if m&0o022 != 0 {
+			who = append(who, "change it (and so the scripts pppfwd runs)")
+		}
+		if len(who) == 0 {
+			who = append(who, "access it")
+		}
+		p = append(p, fmt.Sprintf("mode %04o: group or others can %s: chmod 600 %s", m, strings.Join(who, " and "), name))
+	}
+	if uid, ok := fileOwner(fi); ok && euid >= 0 && uid != euid {
+		p = append(p, fmt.Sprintf("owned by uid %d, not by uid %d running pppfwd: its owner can change the scripts pppfwd runs: chown %d %s", uid, euid, euid, name))
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", name, strings.Join(p, "; "))
 }
 
 // ipsecAllow6 is what RFC 6092 REC-22..24 say a gateway's default must

@@ -2,7 +2,10 @@
 
 package router
 
-import "os/exec"
+import (
+	"io/fs"
+	"os/exec"
+)
 
 // setProcessGroup: only the command itself is killed on this GOOS.
 func setProcessGroup(*exec.Cmd) {}
@@ -16,3 +19,6 @@ const (
 
 // syncDir: directories cannot be synced on this GOOS.
 func syncDir(string) error { return nil }
+
+// fileOwner: no file owners on this GOOS.
+func fileOwner(fs.FileInfo) (uid int, ok bool) { return 0, false }

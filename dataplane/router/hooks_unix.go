@@ -3,6 +3,7 @@
 package router
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"syscall"
@@ -33,4 +34,13 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// fileOwner returns the uid owning fi's file.
+func fileOwner(fi fs.FileInfo) (uid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
 }
