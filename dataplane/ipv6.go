@@ -119,10 +119,10 @@ func (w *Worker) fromLAN6(f *nic.Frame) {
 		}
 	}
 	// One hash of the flow serves the firewall and the shaper.
-	k, ttl := fw6Flow(ip, true)
-	h := k.hash()
+	p := fw6Flow(ip, true, false)
+	h := w.fw6.hash(&p.key)
 	if !w.cfg.NoFirewall6 {
-		w.fw6.touchOut(k, h, w.now, ttl)
+		w.fw6.touchOut(&p, h, w.now)
 	}
 	w.forwardIP6(ip, mtu)
 	f.Pull(hdr.EthernetLen)
@@ -166,9 +166,9 @@ func (w *Worker) inbound6(f *nic.Frame) {
 		w.drop(f, DropMartian)
 		return
 	}
-	k, ttl := fw6Flow(ip, false)
-	h := k.hash() // the firewall's and the shaper's
-	if !w.fw6Inbound(ip, &k, h, ttl) {
+	p := fw6Flow(ip, false, false)
+	h := w.fw6.hash(&p.key) // the firewall's and the shaper's
+	if !w.fw6Inbound(ip, &p, h) {
 		w.drop(f, DropFirewall)
 		return
 	}
