@@ -58,7 +58,7 @@ type Config struct {
 
 	PortLo uint16     `key:"nat.ports"`
 	PortHi uint16     `key:"nat.ports"`
-	NAT    nat.Config `key:"nat.*"` // capacity, per-host limit, filtering, forwards
+	NAT    nat.Config `key:"nat.*"` // capacity, per-host limit (ParseConfig: DefaultMaxPerHost unless set), filtering, forwards
 
 	HostTap       string        `key:"host.tap"`       // TAP device for the router's own traffic ("" = built-in ARP/echo only)
 	StatsInterval time.Duration `key:"stats.interval"` // log counters this often (0 = never)
@@ -113,7 +113,26 @@ func ParseConfig(r io.Reader) (*Config, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	if !seen["nat.max_per_host"] {
+		c.NAT.MaxPerHost = DefaultMaxPerHost(c.NAT.Capacity)
+	}
 	return c, c.Validate()
+}
+
+// DefaultMaxPerHost is nat.max_per_host when a configuration file does
+// not set it: an eighth of a worker table's capacity (nat.capacity, 0 for
+// nat.Config's default of 65536 slots) in flows per LAN host, in each
+// worker's table. A flow holds at most two slots besides its host's
+// counter (itself and, for the first flow of a LAN socket, its mapping;
+// three with ADF's permission), so a host at its limit holds at most a
+// quarter of a table (three eighths with ADF) and the other hosts keep
+// the rest, as pf's max-src-states keeps one source from filling the
+// state table. "nat.max_per_host 0" sets no limit.
+func DefaultMaxPerHost(capacity int) int {
+	if capacity == 0 {
+		capacity = 1 << 16 // nat.Config.Capacity's default
+	}
+	return max(capacity/8, 1)
 }
 
 func (c *Config) set(key, val string) error {
