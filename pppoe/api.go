@@ -80,6 +80,10 @@ type ClientCounters struct {
 	ProtocolRejectsSent, CodeRejectsSent             uint64
 	BadFrames                                        uint64 // undecodable frames
 	OtherFrames                                      uint64 // frames for another session/AC, ignored
+	// WriteErrors counts transient Conn write failures (e.g. the
+	// dataplane's injection ring full); the frames are retried in order.
+	// WriteDrops counts frames dropped because too many waited.
+	WriteErrors, WriteDrops uint64
 }
 
 // Status is a snapshot of the client's state for monitoring.
@@ -130,4 +134,5 @@ type ServerCounters struct {
 	IPv4In, IPv4Out                                uint64
 	IPv6In, IPv6Out                                uint64
 	BadFrames, Dropped                             uint64
+	WriteErrors, WriteDrops                        uint64 // as in ClientCounters
 }

@@ -160,7 +160,8 @@ type Client struct {
 	done        bool
 	gen         uint64
 	buf         []byte
-	writeErr    error
+	now         time.Time // of the event being handled (Run's loop)
+	tx          txQueue
 }
 
 // NewClient returns a client that runs over conn and calls publish with
@@ -170,6 +171,7 @@ type Client struct {
 func NewClient(cfg ClientConfig, conn Conn, publish func(*Session)) *Client {
 	cfg.defaults()
 	c := &Client{cfg: cfg, conn: conn, publish: publish, mac: conn.HardwareAddr(), buf: make([]byte, 0, 1600)}
+	c.tx = txQueue{conn: conn, onError: func(err error) { c.setError("write: %v (retrying)", err) }}
 	c.lcfg = linkConfig{role: roleClient, auth: cfg.Auth, user: cfg.Username, pass: cfg.Password,
 		wantDNS: !cfg.NoDNS, ipv6: cfg.IPv6, echoInterval: cfg.EchoInterval, echoFailures: cfg.EchoFailures,
 		restart: cfg.RestartTimer, maxConfigure: cfg.MaxConfigure, authTimeout: cfg.AuthTimeout, rand: cfg.Rand}
@@ -177,8 +179,10 @@ func NewClient(cfg ClientConfig, conn Conn, publish func(*Session)) *Client {
 }
 
 // Run connects and keeps the session up until ctx is done, then sends LCP
-// Terminate-Request and PADT and returns nil. A failing Conn ends Run with
-// its error.
+// Terminate-Request and PADT and returns nil. A closed Conn (a write or
+// read error matching ErrClosed or os.ErrClosed, or any read error) ends
+// Run with its error; other write errors are transient: they are counted
+// (Counters.WriteErrors, LastError) and the frame is retried.
 func (c *Client) Run(ctx context.Context) error {
 	return runLoop(ctx, c.conn, c.cfg.Clock, c.cfg.TerminateTimeout, (*clientCore)(c))
 }
@@ -198,6 +202,7 @@ func (c *Client) Status() Status {
 		st.Counters.CodeRejectsSent += l.counters.codeRejects
 		st.EchoRTT = l.rtt
 	}
+	st.Counters.WriteErrors, st.Counters.WriteDrops = c.tx.errors, c.tx.dropped
 	return st
 }
 
@@ -210,7 +215,7 @@ func (c *Client) SendIPv4(ip []byte) error {
 		return ErrNotUp
 	}
 	c.sendPPP(pppIPv4, ip)
-	return c.writeErr
+	return c.tx.err
 }
 
 // ErrShutdown is reported by Run's core when ctx ended the session.
@@ -236,9 +241,7 @@ func (c *Client) frame(dst [6]byte, et uint16) []byte {
 }
 
 func (c *Client) write(b []byte) {
-	if err := c.conn.WriteFrame(padFrame(b)); err != nil && c.writeErr == nil {
-		c.writeErr = err
-	}
+	c.tx.write(padFrame(b), c.now)
 	c.buf = b[:0]
 }
 
@@ -257,6 +260,7 @@ func (c *Client) sendPPP(proto uint16, b []byte) {
 
 func (cc *clientCore) start(now time.Time) {
 	c := (*Client)(cc)
+	c.now = now
 	c.st.State = StateIdle
 	if c.cfg.StatePath != "" {
 		if ps, err := loadState(c.cfg.StatePath); err == nil && ps.SessionID != 0 {
@@ -341,6 +345,9 @@ func (c *Client) choose(now time.Time) {
 func (cc *clientCore) next() time.Time {
 	c := (*Client)(cc)
 	t := c.timer
+	if r := c.tx.next(); !r.IsZero() && (t.IsZero() || r.Before(t)) {
+		t = r
+	}
 	if c.link != nil {
 		if l := c.link.next(); !l.IsZero() && (t.IsZero() || l.Before(t)) {
 			t = l
@@ -351,6 +358,8 @@ func (cc *clientCore) next() time.Time {
 
 func (cc *clientCore) tick(now time.Time) {
 	c := (*Client)(cc)
+	c.now = now
+	c.tx.flush(now) // frames waiting go out before any the timers make
 	if c.link != nil {
 		c.link.tick(now)
 	}
@@ -383,6 +392,7 @@ func (cc *clientCore) tick(now time.Time) {
 
 func (cc *clientCore) input(b []byte, now time.Time) {
 	c := (*Client)(cc)
+	c.now = now
 	f, err := ParseFrame(b)
 	if err != nil {
 		c.st.Counters.BadFrames++
@@ -698,6 +708,7 @@ func backoff(base, limit time.Duration, n int) time.Duration {
 
 func (cc *clientCore) shutdown(now time.Time) {
 	c := (*Client)(cc)
+	c.now = now
 	c.closing = true
 	if c.link == nil {
 		c.done = true
@@ -709,10 +720,11 @@ func (cc *clientCore) shutdown(now time.Time) {
 	c.link.close(errShutdown.Error())
 }
 
-func (cc *clientCore) finished() bool { return cc.done }
+// finished: the session is over and no frame (its PADT) waits for a retry.
+func (cc *clientCore) finished() bool { return cc.done && !cc.tx.pending() }
 func (cc *clientCore) lock()          { cc.mu.Lock() }
 func (cc *clientCore) unlock()        { cc.mu.Unlock() }
-func (cc *clientCore) err() error     { return cc.writeErr }
+func (cc *clientCore) err() error     { return cc.tx.err }
 
 func ip4(a uint32) string {
 	return fmt.Sprintf("%d.%d.%d.%d", a>>24, a>>16&0xff, a>>8&0xff, a&0xff)

@@ -103,7 +103,7 @@ type Server struct {
 	byAddr   map[uint32]*srvSession
 	nextID   uint16
 	buf      []byte
-	writeErr error
+	tx       txQueue
 	closing  bool
 	now      time.Time
 	// ended remembers the last sessions that ended, so that the PADT a
@@ -133,6 +133,7 @@ func NewServer(cfg ServerConfig, conn Conn) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, conn: conn, mac: conn.HardwareAddr(), sessions: map[uint16]*srvSession{},
 		byAddr: map[uint32]*srvSession{}, buf: make([]byte, 0, 1600)}
+	s.tx = txQueue{conn: conn, onError: func(err error) { s.logf("pppoe-server: write: %v (retrying)", err) }}
 	binary.BigEndian.PutUint64(s.key[:], cfg.Rand())
 	binary.BigEndian.PutUint64(s.key[8:], cfg.Rand())
 	s.nextID = uint16(cfg.Rand()%0xfffe) + 1
@@ -140,7 +141,8 @@ func NewServer(cfg ServerConfig, conn Conn) *Server {
 }
 
 // Run serves until ctx is done, then terminates every session (LCP
-// Terminate-Request + PADT) and returns nil.
+// Terminate-Request + PADT) and returns nil. As for Client.Run, only a
+// closed Conn ends it early; other write errors are counted and retried.
 func (s *Server) Run(ctx context.Context) error {
 	return runLoop(ctx, s.conn, s.cfg.Clock, s.cfg.RestartTimer, (*serverCore)(s))
 }
@@ -172,7 +174,9 @@ func (ss *srvSession) info() SessionInfo {
 func (s *Server) Counters() ServerCounters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.counters
+	c := s.counters
+	c.WriteErrors, c.WriteDrops = s.tx.errors, s.tx.dropped
+	return c
 }
 
 // SendIPv4 sends ip to the client session whose assigned address is the
@@ -210,7 +214,7 @@ func (s *Server) sendIP(ss *srvSession, proto uint16, ip []byte, sent *uint64) e
 	}
 	ss.sendPPP(proto, ip)
 	*sent++
-	return s.writeErr
+	return s.tx.err
 }
 
 // Hangup ends session id from the AC side: LCP Terminate-Request, then
@@ -253,9 +257,7 @@ func (s *Server) frame(dst [6]byte, et uint16) []byte {
 }
 
 func (s *Server) write(b []byte) {
-	if err := s.conn.WriteFrame(padFrame(b)); err != nil && s.writeErr == nil {
-		s.writeErr = err
-	}
+	s.tx.write(padFrame(b), s.now)
 	s.buf = b[:0]
 }
 
@@ -273,7 +275,7 @@ func (s *Server) cookie(mac [6]byte) []byte {
 func (sc *serverCore) start(now time.Time) { sc.now = now }
 
 func (sc *serverCore) next() time.Time {
-	var t time.Time
+	t := sc.tx.next()
 	for _, ss := range sc.sessions {
 		if n := ss.link.next(); !n.IsZero() && (t.IsZero() || n.Before(t)) {
 			t = n
@@ -284,6 +286,7 @@ func (sc *serverCore) next() time.Time {
 
 func (sc *serverCore) tick(now time.Time) {
 	sc.now = now
+	sc.tx.flush(now) // frames waiting go out before any the timers make
 	for _, ss := range sc.sessions {
 		if due(ss.link.next(), now) {
 			ss.link.tick(now)
@@ -299,10 +302,11 @@ func (sc *serverCore) shutdown(now time.Time) {
 	}
 }
 
-func (sc *serverCore) finished() bool { return len(sc.sessions) == 0 }
+// finished: no session left and no frame (a PADT) waits for a retry.
+func (sc *serverCore) finished() bool { return len(sc.sessions) == 0 && !sc.tx.pending() }
 func (sc *serverCore) lock()          { sc.mu.Lock() }
 func (sc *serverCore) unlock()        { sc.mu.Unlock() }
-func (sc *serverCore) err() error     { return sc.writeErr }
+func (sc *serverCore) err() error     { return sc.tx.err }
 
 func (sc *serverCore) input(b []byte, now time.Time) {
 	s := (*Server)(sc)

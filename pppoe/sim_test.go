@@ -30,6 +30,9 @@ type simNode struct {
 	net *simNet
 	mac [6]byte
 	c   core
+	// fail, when set, makes WriteFrame return its error (the frame is
+	// then not sent).
+	fail func(b []byte) error
 }
 
 func newSimNet(t *testing.T) *simNet {
@@ -46,6 +49,11 @@ func (n *simNet) conn(mac byte) *simNode {
 
 func (nd *simNode) ReadFrame(b []byte, timeout time.Duration) (int, error) { return 0, ErrTimeout }
 func (nd *simNode) WriteFrame(b []byte) error {
+	if nd.fail != nil {
+		if err := nd.fail(b); err != nil {
+			return err
+		}
+	}
 	f := simFrame{nd, nd.net.now, append([]byte(nil), b...)}
 	nd.net.sent = append(nd.net.sent, f)
 	if nd.net.drop == nil || !nd.net.drop(nd, f.b) {
