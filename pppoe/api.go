@@ -84,6 +84,8 @@ type ClientCounters struct {
 	// dataplane's injection ring full); the frames are retried in order.
 	// WriteDrops counts frames dropped because too many waited.
 	WriteErrors, WriteDrops uint64
+	// OffersDropped counts PADOs beyond the first 16 of one discovery.
+	OffersDropped uint64
 }
 
 // Status is a snapshot of the client's state for monitoring.

@@ -125,6 +125,11 @@ func cryptoRand() uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
+// maxOffers bounds the PADOs kept while the client waits PADOWait for
+// more: a PADO flood cannot grow memory; later ones are counted
+// (Counters.OffersDropped) and dropped.
+const maxOffers = 16
+
 // offer is a PADO the client may answer.
 type offer struct {
 	mac        [6]byte
@@ -484,6 +489,10 @@ func (c *Client) handlePADO(f *Frame, d *Discovery, now time.Time) {
 			c.st.Counters.OtherFrames++
 			return
 		}
+	}
+	if len(c.offers) >= maxOffers {
+		c.st.Counters.OffersDropped++
+		return
 	}
 	o := offer{mac: f.Src, acName: string(name)}
 	if v, ok := d.Tag(TagACCookie); ok {

@@ -10,7 +10,7 @@ import (
 // delivered in order to every other node (a hub), and when none are in
 // flight the manual clock jumps to the earliest timer.
 type simNet struct {
-	t     *testing.T
+	t     testing.TB
 	now   time.Time
 	nodes []*simNode
 	queue []simFrame
@@ -35,7 +35,7 @@ type simNode struct {
 	fail func(b []byte) error
 }
 
-func newSimNet(t *testing.T) *simNet {
+func newSimNet(t testing.TB) *simNet {
 	return &simNet{t: t, now: time.Unix(1_700_000_000, 0), rng: rand.New(rand.NewPCG(1, 2))}
 }
 
@@ -164,7 +164,7 @@ type simPair struct {
 	cIn, sIn  [][]byte
 }
 
-func newSimPair(t *testing.T, ccfg func(*ClientConfig), scfg func(*ServerConfig)) *simPair {
+func newSimPair(t testing.TB, ccfg func(*ClientConfig), scfg func(*ServerConfig)) *simPair {
 	n := newSimNet(t)
 	p := &simPair{net: n, cn: n.conn(1), sn: n.conn(2)}
 	cc, sc := testClientConfig(n), testServerConfig(n)
@@ -187,7 +187,7 @@ func (p *simPair) up() bool {
 	return p.c.st.State == StateUp
 }
 
-func (p *simPair) waitUp(t *testing.T, d time.Duration) {
+func (p *simPair) waitUp(t testing.TB, d time.Duration) {
 	t.Helper()
 	if !p.net.run(d, p.up) {
 		t.Fatalf("client not up after %v: state %v, last error %q", d, p.c.st.State, p.c.st.LastError)
