@@ -95,7 +95,7 @@ func (l *Lab) upstream6(ip []byte, out []*nic.Frame) {
 		}
 		l.noteDelegation(reply)
 		l.v6.buf = dhcp6.EncodeUDP6(l.v6.buf[:0], &acLL, &src, 255, dhcp6.ServerPort, dhcp6.ClientPort, reply)
-		_ = l.AC.SendIPv6(uint16(l.v6.session.Load()), l.v6.buf)
+		_ = l.acp.Load().SendIPv6(uint16(l.v6.session.Load()), l.v6.buf)
 		return
 	}
 	if hdr.IsLinkLocal6(&dst) {
@@ -150,7 +150,7 @@ func (l *Lab) fromKernel6(b []byte) {
 	if !ip.IsValid() {
 		return
 	}
-	_ = l.AC.SendIPv6(uint16(l.v6.session.Load()), ip[:ip.TotalLen()])
+	_ = l.acp.Load().SendIPv6(uint16(l.v6.session.Load()), ip[:ip.TotalLen()])
 }
 
 // WaitAddr6 waits for the LAN host to number itself in the prefix the

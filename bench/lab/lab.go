@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
@@ -54,8 +55,21 @@ type Options struct {
 	// ResolvFile, if set, is the router's pppoe.resolv: the session's DNS
 	// servers are written there.
 	ResolvFile string
-	Logf       func(format string, args ...any)
+	// EchoInterval and EchoFailures are the router's LCP keepalive
+	// (pppoe.echo_interval, pppoe.echo_failures; defaults 1 s and the
+	// client's default of 3).
+	EchoInterval time.Duration
+	EchoFailures int
+	Logf         func(format string, args ...any)
 }
+
+// Interface names of the lab: the router's WAN and LAN veth ends (in the
+// router namespace) and the ISP's end of the WAN link.
+const (
+	WANInterface = "rwan"
+	LANInterface = "rlan"
+	ISPInterface = "isp0"
+)
 
 // Lab is a running lab.
 type Lab struct {
@@ -68,11 +82,19 @@ type Lab struct {
 	routerDone       chan struct{}
 	wg               sync.WaitGroup
 	routerErr        error
+	ctx              context.Context
+	acCancel         context.CancelFunc
+	acDone           chan struct{}
+	acp              atomic.Pointer[pppoe.Server] // the AC the upstream path delivers to (ReplugWAN replaces it)
+	acAuth           pppoe.AuthProto
+	acConn           *rawsock.Conn
+	opt              Options
 	upstream         chan []byte
 	Inet             *nettest.NS
 	up               nic.Port // the ISP's upstream TAP (owned by forwardUpstream)
 	upMAC            [6]byte
 	echo, echo6      *net.UDPConn
+	tcpEcho          net.Listener
 	v6               lab6
 	closeOnce        sync.Once
 }
@@ -90,7 +112,7 @@ func Start(o Options) (_ *Lab, err error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	l := &Lab{lab: nettest.New(), upstream: make(chan []byte, 1024)}
+	l := &Lab{lab: nettest.New(), upstream: make(chan []byte, 1024), opt: o}
 	defer func() {
 		if err != nil {
 			l.Close()
@@ -126,7 +148,7 @@ func Start(o Options) (_ *Lab, err error) {
 	if err = l.lab.Veth("lan0", l.LAN, "rlan", l.Router, o.Workers); err != nil {
 		return nil, err
 	}
-	if err = l.lab.Veth("rwan", l.Router, "isp0", l.ISP, o.Workers); err != nil {
+	if err = l.lab.Veth(WANInterface, l.Router, ISPInterface, l.ISP, o.Workers); err != nil {
 		return nil, err
 	}
 	for _, e := range []struct {
@@ -154,26 +176,22 @@ func Start(o Options) (_ *Lab, err error) {
 	}
 
 	// The ISP: pppfwd's access concentrator on a raw socket.
-	var acConn *rawsock.Conn
-	if err = l.ISP.Do(func() (e error) {
-		acConn, e = rawsock.Open("isp0", hdr.EtherTypePPPoEDisc, hdr.EtherTypePPPoESess)
-		return e
-	}); err != nil {
-		return nil, fmt.Errorf("AC socket: %w", err)
-	}
-	auth := pppoe.AuthCHAPMD5
+	l.acAuth = pppoe.AuthCHAPMD5
 	if o.Auth == "pap" {
-		auth = pppoe.AuthPAP
+		l.acAuth = pppoe.AuthPAP
 	}
-	l.AC = pppoe.NewServer(pppoe.ServerConfig{ACName: "pppfwd-lab", Auth: auth,
-		Users:     map[string]string{"lab": "secret"},
-		LocalAddr: u32(ACAddr), PoolFirst: u32(PoolFirst), PoolLast: u32(PoolLast),
-		DNS: [2]uint32{u32(DNSAddr)}, IPv6: true, Deliver: l.toUpstream}, acConn)
+	if err = l.newAC(); err != nil {
+		return nil, err
+	}
 
 	// The router: pppfwd on afpacket/afxdp ports opened inside its namespace.
 	cfg := &router.Config{Backend: o.Backend, Workers: o.Workers, LANInterface: "rlan", WANInterface: "rwan",
 		LANAddr: LANPrefix, PortLo: 1024, PortHi: 65535, StatsInterval: 0, PD: true}
-	cfg.PPPoE = pppoe.ClientConfig{Username: "lab", Password: "secret", PADOWait: -1, EchoInterval: time.Second}
+	if o.EchoInterval == 0 {
+		o.EchoInterval = time.Second
+	}
+	cfg.PPPoE = pppoe.ClientConfig{Username: "lab", Password: "secret", PADOWait: -1,
+		EchoInterval: o.EchoInterval, EchoFailures: o.EchoFailures}
 	if o.ShapeDown != "" {
 		if err = parseShape(cfg, o.ShapeDown); err != nil {
 			return nil, err
@@ -198,13 +216,57 @@ func Start(o Options) (_ *Lab, err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rctx, rcancel := context.WithCancel(ctx)
-	l.cancel, l.stopRouter = cancel, rcancel
+	l.ctx, l.cancel, l.stopRouter = ctx, cancel, rcancel
 	l.routerDone = make(chan struct{})
-	l.wg.Add(2)
-	go func() { defer l.wg.Done(); _ = l.AC.Run(ctx) }()
+	l.runAC()
+	l.wg.Add(1)
 	go func() { defer l.wg.Done(); l.forwardUpstream(ctx) }()
 	go func() { defer close(l.routerDone); l.routerErr = l.R.Run(rctx) }()
 	return l, nil
+}
+
+// newAC opens the access concentrator's raw socket on the ISP's end of
+// the WAN link and builds the server (l.AC); runAC starts it.
+func (l *Lab) newAC() error {
+	var acConn *rawsock.Conn
+	if err := l.ISP.Do(func() (e error) {
+		acConn, e = rawsock.Open(ISPInterface, hdr.EtherTypePPPoEDisc, hdr.EtherTypePPPoESess)
+		return e
+	}); err != nil {
+		return fmt.Errorf("AC socket: %w", err)
+	}
+	l.acConn = acConn
+	l.AC = pppoe.NewServer(pppoe.ServerConfig{ACName: "pppfwd-lab", Auth: l.acAuth,
+		Users:     map[string]string{"lab": "secret"},
+		LocalAddr: u32(ACAddr), PoolFirst: u32(PoolFirst), PoolLast: u32(PoolLast),
+		DNS: [2]uint32{u32(DNSAddr)}, IPv6: true, Deliver: l.toUpstream}, acConn)
+	l.acp.Store(l.AC)
+	return nil
+}
+
+// runAC runs l.AC until the lab closes or stopAC.
+func (l *Lab) runAC() {
+	ctx, cancel := context.WithCancel(l.ctx)
+	done := make(chan struct{})
+	l.acCancel, l.acDone = cancel, done
+	ac := l.AC
+	l.wg.Add(1)
+	go func() { defer l.wg.Done(); defer close(done); _ = ac.Run(ctx) }()
+}
+
+// RouterDone is closed when the router's Run has returned; RouterErr is
+// its error then (nil before).
+func (l *Lab) RouterDone() <-chan struct{} { return l.routerDone }
+
+// RouterErr returns the error the router's Run ended with, once
+// RouterDone is closed.
+func (l *Lab) RouterErr() error {
+	select {
+	case <-l.routerDone:
+		return l.routerErr
+	default:
+		return nil
+	}
 }
 
 // WaitUp waits for the PPPoE session.
@@ -237,6 +299,12 @@ func (l *Lab) Close() error {
 			if c != nil {
 				c.Close()
 			}
+		}
+		if l.tcpEcho != nil {
+			l.tcpEcho.Close()
+		}
+		if l.acConn != nil {
+			l.acConn.Close()
 		}
 		if l.up != nil {
 			l.up.Close()

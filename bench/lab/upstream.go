@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"time"
@@ -72,8 +73,35 @@ func (l *Lab) setupInternet() error {
 	if _, err := l.ISP.Exec("ip", "route", "add", "100.64.0.0/24", "dev", upstreamIf); err != nil {
 		return err
 	}
-	l.echo, err = l.startEcho("udp4", RemoteAddr)
-	return err
+	if l.echo, err = l.startEcho("udp4", RemoteAddr); err != nil {
+		return err
+	}
+	return l.startTCPEcho()
+}
+
+// startTCPEcho opens the Internet host's TCP echo service (port 7): every
+// connection gets back what it sends until it closes.
+func (l *Lab) startTCPEcho() error {
+	err := l.Inet.Do(func() (err error) {
+		l.tcpEcho, err = net.Listen("tcp4", netip.AddrPortFrom(RemoteAddr, 7).String())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	go func(ln net.Listener) {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}(l.tcpEcho)
+	return nil
 }
 
 // startEcho opens the Internet host's UDP echo service (port 7) on addr.
@@ -175,7 +203,7 @@ func (l *Lab) fromKernel(b []byte) {
 		l.fromKernel6(b)
 	case hdr.EtherTypeIPv4:
 		if [6]byte(eth.Dst()) == acMAC {
-			_ = l.AC.SendIPv4(b[hdr.EthernetLen:])
+			_ = l.acp.Load().SendIPv4(b[hdr.EthernetLen:])
 		}
 	case hdr.EtherTypeARP:
 		if len(b) < hdr.ARPLen {
