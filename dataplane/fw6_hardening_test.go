@@ -3,6 +3,7 @@ package dataplane
 import (
 	"encoding/binary"
 	"net/netip"
+	"reflect"
 	"testing"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
@@ -408,4 +409,213 @@ func fw6FloodCheck(t *testing.T, e *Engine) {
 	if full == 0 {
 		t.Error("the flood never filled a window: the test proves nothing")
 	}
+}
+
+// TestFW6EvictionOrder: in a full window a LAN host's insert replaces a
+// session-made entry before any LAN-made one (then the one expiring
+// first); a session-made insert replaces only a session-made entry and
+// is refused when there is none. A LAN packet makes an entry the LAN's;
+// an expired one taken up again belongs to whoever took it.
+func TestFW6EvictionOrder(t *testing.T) {
+	const h = 77 // one window for every key: touch takes the caller's hash
+	key := func(i int) fw6Key {
+		return fw6Key{lan: host6IP, remote: remote6IP, lanPort: uint16(i), remotePort: 53, proto: hdr.ProtoUDP}
+	}
+	has := func(tb *fw6Table, i int, now int64) bool { k := key(i); return tb.lookup(&k, h, now, 0) }
+	fill := func(wanFrom int) *fw6Table {
+		tb := newFW6(1024)
+		for i := 0; i < fw6Probe; i++ {
+			k, by := key(i), uint8(fw6ByLAN)
+			if i >= wanFrom {
+				by = fw6ByWAN
+			}
+			tb.touch(&k, h, 1, fw6UDP+int64(i)*1e9, by) // key i expires i seconds after key 0
+		}
+		return &tb
+	}
+	now := int64(2)
+
+	tb := fill(fw6Probe) // all LAN-made
+	k := key(100)
+	if tb.touch(&k, h, now, fw6Other, fw6ByWAN) || tb.refused != 1 || tb.evicted != 0 || has(tb, 100, now) {
+		t.Fatalf("a session-made insert into a window of LAN entries: evicted %d refused %d", tb.evicted, tb.refused)
+	}
+	if !tb.touch(&k, h, now, fw6UDP, fw6ByLAN) || tb.evictedLAN != 1 || has(tb, 0, now) || !has(tb, 1, now) || !has(tb, 100, now) {
+		t.Fatal("a LAN insert into a window of LAN entries must replace the one expiring first")
+	}
+
+	tb = fill(12) // 0..11 LAN-made, 12..15 session-made (expiring last)
+	if !tb.touch(&k, h, now, fw6UDP, fw6ByLAN) || tb.evictedLAN != 0 || has(tb, 12, now) || !has(tb, 0, now) {
+		t.Fatal("a LAN insert must replace the session-made entry expiring first")
+	}
+	k = key(101)
+	if !tb.touch(&k, h, now, fw6Other, fw6ByWAN) || tb.evictedLAN != 0 || has(tb, 13, now) || !has(tb, 0, now) {
+		t.Fatal("a session-made insert must replace a session-made entry")
+	}
+
+	// A LAN packet of a session-made flow makes it the LAN's: no longer
+	// for session-made inserts to replace.
+	tb = fill(0)
+	for i := 0; i < fw6Probe; i++ {
+		k := key(i)
+		tb.touch(&k, h, now, fw6UDP, fw6ByLAN)
+	}
+	k = key(102)
+	if tb.touch(&k, h, now, fw6Other, fw6ByWAN) || tb.evicted != 0 {
+		t.Fatal("entries a LAN host sent on stayed the session's")
+	}
+	// Expired, key 0 is taken up again by the session: the session's.
+	later := int64(3 + fw6UDP) // key 0 has expired, key 1 not yet
+	k = key(0)
+	tb.touch(&k, h, later, fw6Other, fw6ByWAN)
+	k = key(103)
+	if !tb.touch(&k, h, later, fw6Other, fw6ByWAN) || has(tb, 0, later) || tb.evictedLAN != 0 {
+		t.Fatal("an expired LAN entry taken up by the session kept the LAN's protection")
+	}
+}
+
+// TestFW6SlotLayout: a slot is one cache line.
+func TestFW6SlotLayout(t *testing.T) {
+	if n := reflect.TypeFor[fw6Slot]().Size(); n != 64 {
+		t.Fatalf("fw6Slot is %d bytes, want 64", n)
+	}
+}
+
+// TestFW6SeededHash: tables hash the same flows to different slots (the
+// seed is per table); the worker choice does not depend on it.
+func TestFW6SeededHash(t *testing.T) {
+	a, b := newFW6(65536), newFW6(65536)
+	same := 0
+	for i := 0; i < 64; i++ {
+		k := fw6Key{lan: host6IP, remote: remote6IP, lanPort: uint16(i), remotePort: 443, proto: hdr.ProtoUDP}
+		if a.hash(&k)&a.mask == b.hash(&k)&b.mask {
+			same++
+		}
+	}
+	if same > 4 {
+		t.Fatalf("%d of 64 flows in the same slot of two tables", same)
+	}
+	if a.seed == b.seed {
+		t.Fatal("two tables with one seed")
+	}
+}
+
+// modelFlow is a slow restatement of fw6Flow for a packet from the
+// session (the fuzz target's model): the extension headers it steps
+// over, the upper layer, its key.
+func modelFlow(ip []byte, quote bool) (exts []ext6, proto uint8, l4 []byte, k fw6Key, ok bool) {
+	end := min(len(ip), hdr.IPv6Len+fw6ChainBytes)
+	next, at := ip[6], hdr.IPv6Len
+	copy(k.lan[:], ip[24:40])
+	copy(k.remote[:], ip[8:24])
+	frags := 0
+	for next == tHopByHop || next == tRouting || next == tDestOpts || next == tFrag {
+		if len(exts) == fw6ChainHeaders || at+8 > end || next == tHopByHop && len(exts) > 0 {
+			return exts, next, nil, k, false
+		}
+		e := ext6{typ: next}
+		if next == tFrag {
+			frags++
+			if frags > 1 {
+				return exts, next, nil, k, false
+			}
+			e.off, e.more, e.id = binary.BigEndian.Uint16(ip[at+2:])>>3, ip[at+3]&1 == 1, binary.BigEndian.Uint32(ip[at+4:])
+			next = ip[at]
+			at += 8
+			exts = append(exts, e)
+			if e.off != 0 {
+				k.proto, k.lanPort, k.remotePort = tFrag, uint16(e.id>>16), uint16(e.id)
+				return exts, next, ip[at:], k, true
+			}
+			continue
+		}
+		e.len8 = ip[at+1]
+		next = ip[at]
+		at += 8 * (int(e.len8) + 1)
+		exts = append(exts, e)
+	}
+	k.proto = next
+	if at > end {
+		return exts, next, nil, k, false
+	}
+	l4 = ip[at:]
+	switch next {
+	case hdr.ProtoTCP, hdr.ProtoUDP:
+		need := map[uint8]int{hdr.ProtoTCP: 20, hdr.ProtoUDP: 8}[next]
+		if quote {
+			need = 4
+		}
+		if len(l4) < need {
+			return exts, next, l4, k, false
+		}
+		k.remotePort, k.lanPort = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+	case hdr.ProtoICMP6:
+		echo := len(l4) > 0 && (l4[0] == hdr.ICMP6EchoRequest || l4[0] == hdr.ICMP6EchoReply)
+		if len(l4) < 4 || echo && len(l4) < 8 {
+			return exts, next, l4, k, false
+		}
+		if echo {
+			k.lanPort = binary.BigEndian.Uint16(l4[4:])
+		}
+	}
+	return exts, next, l4, k, true
+}
+
+// FuzzFW6Flow: fw6Flow on any chain never panics and reads nothing past
+// the packet (the bytes behind it in the buffer do not change the
+// answer); it agrees with the slow model; a packet re-serialised from
+// its walk (options and routing bodies rewritten, lengths kept) keys the
+// same.
+func FuzzFW6Flow(f *testing.F) {
+	for _, p := range [][]byte{
+		ext6Packet(remote6IP, host6IP, nil, hdr.ProtoUDP, udp6(53, 5353, 8)),
+		ext6Packet(remote6IP, host6IP, []ext6{frag6(0, false, 7)}, hdr.ProtoTCP, tcp6(40000, 22, tcpSYN)),
+		ext6Packet(remote6IP, host6IP, []ext6{frag6(0, true, 8)}, hdr.ProtoUDP, udp6(53, 5353, 64)),
+		ext6Packet(remote6IP, host6IP, []ext6{{typ: tDestOpts}, frag6(154, false, 9)}, hdr.ProtoUDP, make([]byte, 16)),
+		ext6Packet(remote6IP, host6IP, []ext6{{typ: tHopByHop}, {typ: tRouting, len8: 2}, {typ: tDestOpts, len8: 1}}, hdr.ProtoICMP6, echo6(hdr.ICMP6EchoReply, 5, 0)),
+		ext6Packet(remote6IP, host6IP, []ext6{frag6(0, true, 10)}, tDestOpts, []byte{hdr.ProtoUDP, 2, 1, 2, 0, 0, 0, 0}),
+		ext6Packet(remote6IP, host6IP, []ext6{frag6(0, false, 1), frag6(0, false, 2)}, tESP, make([]byte, 8)),
+	} {
+		f.Add(append([]byte{p[6]}, p[8:]...), false) // next header, then addresses onward
+	}
+	f.Fuzz(func(t *testing.T, b []byte, quote bool) {
+		// b: the next header, the source and destination addresses,
+		// then the payload.
+		if len(b) < 33 || len(b) > 2000 {
+			return
+		}
+		n := hdr.IPv6Len - 33 + len(b)
+		buf := make([]byte, n+64)
+		ip := buf[:n]
+		ip[6] = b[0]
+		copy(ip[8:], b[1:])
+		ip[0] = 0x60
+		binary.BigEndian.PutUint16(ip[4:], uint16(n-hdr.IPv6Len))
+		ip[7] = 64
+		p := fw6Flow(ip, false, quote)
+		for i := n; i < len(buf); i++ {
+			buf[i] = 0xff
+		}
+		if q := fw6Flow(ip, false, quote); q != p {
+			t.Fatalf("the bytes past the packet changed its key: %+v, %+v", p, q)
+		}
+		if p.ok && (p.l4 > n || p.l4 > hdr.IPv6Len+fw6ChainBytes) {
+			t.Fatalf("upper layer at %d of %d", p.l4, n)
+		}
+		exts, proto, l4, k, ok := modelFlow(ip, quote)
+		if ok != p.ok || ok && k != p.key {
+			t.Fatalf("fw6Flow %+v ok %v, model %+v ok %v", p.key, p.ok, k, ok)
+		}
+		up := fw6Flow(ip, true, quote) // the same packet seen as an uplink one
+		if up.ok != p.ok || up.frag != p.frag || up.key.proto != p.key.proto {
+			t.Fatalf("directions disagree: %+v, %+v", p, up)
+		}
+		if !ok {
+			return
+		}
+		re := ext6Packet(hdr.Addr6(ip[8:24]), hdr.Addr6(ip[24:40]), exts, proto, l4)
+		if r := fw6Flow(re, false, quote); r.key != p.key || r.ok != p.ok || r.frag != p.frag || r.id != p.id || r.ttl != p.ttl {
+			t.Fatalf("re-serialised %x keys %+v, the original %x %+v", re, r, ip, p)
+		}
+	})
 }
