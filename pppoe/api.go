@@ -86,6 +86,9 @@ type ClientCounters struct {
 	WriteErrors, WriteDrops uint64
 	// OffersDropped counts PADOs beyond the first 16 of one discovery.
 	OffersDropped uint64
+	// BadAddresses counts IPCP addresses refused (0/8, 127/8, 224/4,
+	// 240/4 offered to us or claimed by the AC): each ends the attempt.
+	BadAddresses uint64
 }
 
 // Status is a snapshot of the client's state for monitoring.

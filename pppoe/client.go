@@ -205,6 +205,7 @@ func (c *Client) Status() Status {
 		st.Counters.EchoReplies = l.counters.echoReplies + c.st.Counters.EchoReplies
 		st.Counters.ProtocolRejectsSent += l.counters.protoRejects
 		st.Counters.CodeRejectsSent += l.counters.codeRejects
+		st.Counters.BadAddresses += l.counters.badAddrs
 		st.EchoRTT = l.rtt
 	}
 	st.Counters.WriteErrors, st.Counters.WriteDrops = c.tx.errors, c.tx.dropped
@@ -676,6 +677,7 @@ func (c *Client) endSession(now time.Time, reason string, authFail, padt bool) {
 		c.st.Counters.EchoReplies += c.link.counters.echoReplies
 		c.st.Counters.ProtocolRejectsSent += c.link.counters.protoRejects
 		c.st.Counters.CodeRejectsSent += c.link.counters.codeRejects
+		c.st.Counters.BadAddresses += c.link.counters.badAddrs
 		c.st.EchoRTT = c.link.rtt
 	}
 	c.link = nil

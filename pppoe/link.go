@@ -78,6 +78,7 @@ type linkOwner interface {
 
 type linkCounters struct {
 	echoSent, echoReplies, protoRejects, codeRejects uint64
+	badAddrs                                         uint64 // IPCP addresses refused (badIPv4)
 }
 
 // link is one PPP session over PPPoE: LCP, authentication, IPCP, IPv6CP,
@@ -938,6 +939,22 @@ func (h *ipcpHandler) addCI(b []byte) []byte {
 	return b
 }
 
+// badIPv4 reports whether a is no address for either end of the link:
+// 0.0.0.0/8 ("this network"), 127.0.0.0/8 (loopback), 224.0.0.0/4
+// (multicast) or 240.0.0.0/4 (reserved, with 255.255.255.255), as pppd's
+// bad_ip_adrs.
+func badIPv4(a uint32) bool {
+	return a>>24 == 0 || a>>24 == 127 || a >= 0xe0000000
+}
+
+// refuseAddr ends a link whose peer hands out or claims an address
+// badIPv4 refuses: the session is useless with it, and a Nak loop would
+// not converge (IPCP has no way to ask for "any other address").
+func (l *link) refuseAddr(what string, a uint32) {
+	l.counters.badAddrs++
+	l.close("IPCP: " + what + " " + ip4(a) + " is not a usable address")
+}
+
 func (h *ipcpHandler) nakCI(opts []Option) {
 	l := (*link)(h)
 	for _, o := range opts {
@@ -948,6 +965,10 @@ func (h *ipcpHandler) nakCI(opts []Option) {
 		switch o.Type {
 		case OptIPAddress:
 			if l.cfg.role == roleClient {
+				if badIPv4(v) {
+					l.refuseAddr("local address offered by the AC", v)
+					return
+				}
 				l.ourAddr = v
 			}
 		case OptPrimaryDNS:
@@ -988,6 +1009,11 @@ func (h *ipcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (ui
 				r.reject(o) // we have no address to offer the AC
 				continue
 			}
+			if badIPv4(v) {
+				// The automaton sends no reply: the link is closing.
+				l.refuseAddr("the AC's address", v)
+				return ConfRej, append(out, raw...)
+			}
 			his = v
 		case o.Type == OptIPAddress:
 			if l.cfg.peerAddr == 0 {
@@ -1022,7 +1048,7 @@ func be32bytes(v uint32) []byte {
 
 func (h *ipcpHandler) up() {
 	l := (*link)(h)
-	if l.cfg.role == roleClient && l.ourAddr == 0 {
+	if l.cfg.role == roleClient && (l.ourAddr == 0 || badIPv4(l.ourAddr)) {
 		l.close("IPCP: no local address assigned")
 		return
 	}
