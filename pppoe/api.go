@@ -17,7 +17,8 @@ const (
 	// use, the client also checks the server's authenticator response
 	// (mutual authentication); as with pppd, a server may still ask for
 	// no authentication at all, or (under AuthAny) for PAP, which sends
-	// the password in clear: restrict Auth to avoid that.
+	// the password in clear. The client guards PAP (see ClientConfig.Auth);
+	// restrict Auth to rule it out.
 	AuthMSCHAPv2
 	// AuthAny allows every implemented protocol; the server picks.
 	AuthAny = AuthPAP | AuthCHAPMD5 | AuthMSCHAPv2
@@ -89,6 +90,9 @@ type ClientCounters struct {
 	// BadAddresses counts IPCP addresses refused (0/8, 127/8, 224/4,
 	// 240/4 offered to us or claimed by the AC): each ends the attempt.
 	BadAddresses uint64
+	// PAPRefused counts sessions ended because the AC insisted on PAP
+	// after an AC had authenticated the client with CHAP.
+	PAPRefused uint64
 }
 
 // Status is a snapshot of the client's state for monitoring.

@@ -42,6 +42,14 @@ type ClientConfig struct {
 	EchoInterval time.Duration
 	EchoFailures int
 	// Auth is the set of protocols the client accepts (default AuthAny).
+	// When it allows CHAP-MD5 or MS-CHAPv2 as well as PAP, an AC asking
+	// for PAP is first Nak'd with CHAP (CHAP-MD5, else MS-CHAPv2) and gets
+	// PAP only if it asks for it again (a warning is logged: PAP sends the
+	// password in clear). Once an AC has authenticated the client with
+	// CHAP (a CHAP Success), PAP is refused for the rest of the Client's
+	// life: an AC insisting on it has its session ended (LCP Terminate,
+	// PADT; Counters.PAPRefused), and later discoveries choose it only if
+	// no other AC offers.
 	Auth AuthProto
 	// IPv6 negotiates IPv6CP (interface identifier) besides IPCP.
 	IPv6 bool
@@ -167,6 +175,10 @@ type Client struct {
 	buf         []byte
 	now         time.Time // of the event being handled (Run's loop)
 	tx          txQueue
+	// papOnly: the last ACs refused for insisting on PAP after CHAP
+	// worked with an AC (see chooseOffer); papOnlyN counts them all.
+	papOnly  [maxOffers][6]byte
+	papOnlyN int
 }
 
 // NewClient returns a client that runs over conn and calls publish with
@@ -333,19 +345,38 @@ func (c *Client) sendPADR(now time.Time) {
 }
 
 // choose picks among the collected PADOs: an AC that echoed
-// PPP-Max-Payload when RFC 4638 is wanted, else the first to answer.
+// PPP-Max-Payload when RFC 4638 is wanted, else the first to answer;
+// ACs refused for insisting on PAP (papOnly) only when no other offered.
 func (c *Client) choose(now time.Time) {
-	best := 0
+	best := -1
 	for i, o := range c.offers {
-		if c.cfg.MTU > mruPPPoE && o.maxPayload > mruPPPoE && c.offers[best].maxPayload <= mruPPPoE {
+		switch {
+		case c.refusedPAPOnly(o.mac):
+		case best < 0:
+			best = i
+		case c.cfg.MTU > mruPPPoE && o.maxPayload > mruPPPoE && c.offers[best].maxPayload <= mruPPPoE:
 			best = i
 		}
+	}
+	if best < 0 {
+		best = 0
 	}
 	c.chosen = c.offers[best]
 	c.st.ACName, c.st.ACMAC = c.chosen.acName, c.chosen.mac
 	c.st.State = StateRequest
 	c.padrTries = 0
 	c.sendPADR(now)
+}
+
+// refusedPAPOnly reports whether mac is among the ACs refused for
+// insisting on PAP.
+func (c *Client) refusedPAPOnly(mac [6]byte) bool {
+	for _, m := range c.papOnly[:min(c.papOnlyN, len(c.papOnly))] {
+		if m == mac {
+			return true
+		}
+	}
+	return false
 }
 
 func (cc *clientCore) next() time.Time {
@@ -572,6 +603,9 @@ func (c *Client) syncState() {
 	case phaseEstablish:
 		c.st.State = StateLCP
 	case phaseAuth:
+		if c.st.State != StateAuth && c.link.authProto == pppPAP {
+			c.logf("pppoe: warning: %s (%x) insists on PAP: PAP sends the password in clear", c.chosen.acName, c.chosen.mac)
+		}
 		c.st.State = StateAuth
 	case phaseNetwork:
 		if c.st.State != StateUp {
@@ -640,6 +674,10 @@ func (c *Client) authResult(ok bool, _ string, msg string) {
 		case c.link.authProto == pppCHAP:
 			c.st.AuthProto = AuthCHAPMD5
 		}
+		if c.link.authProto == pppCHAP && c.cfg.Auth&AuthPAP != 0 && !c.lcfg.refusePAP {
+			c.lcfg.refusePAP = true
+			c.logf("pppoe: authenticated with CHAP: PAP is refused from now on")
+		}
 		return
 	}
 	c.setError("%s", msg)
@@ -653,6 +691,11 @@ func (c *Client) deliver(proto uint16, b []byte) {
 
 // linkFinished implements linkOwner: LCP is down for good.
 func (c *Client) linkFinished(reason string, authFail bool) {
+	if c.link.papRefused {
+		c.st.Counters.PAPRefused++
+		c.papOnly[c.papOnlyN%len(c.papOnly)] = c.chosen.mac
+		c.papOnlyN++
+	}
 	if reason != "" && !authFail && c.st.State != StateClosing {
 		c.setError("%s", reason)
 	}

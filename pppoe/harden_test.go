@@ -1,6 +1,8 @@
 package pppoe
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +172,149 @@ func TestClientRefusesLoopbackPool(t *testing.T) {
 	st := p.c.Status()
 	if p.up() || st.Counters.BadAddresses == 0 || !strings.Contains(st.LastError, "127.0.0.5 is not a usable address") {
 		t.Fatalf("up %v, bad addresses %d, last error %q", p.up(), st.Counters.BadAddresses, st.LastError)
+	}
+}
+
+// TestLCPPAPDowngrade: a request for PAP is Nak'd proposing CHAP when
+// Auth allows CHAP; a retransmission of it (same Identifier) is Nak'd
+// again; a new request for PAP (the AC insists) is acknowledged, unless
+// the client has authenticated with CHAP before: then the link closes.
+func TestLCPPAPDowngrade(t *testing.T) {
+	pap := []byte{OptAuthProto, 4, 0xc0, 0x23}
+	for _, tc := range []struct {
+		name      string
+		auth      AuthProto
+		refusePAP bool
+		ids       []uint8 // Identifiers of the AC's PAP requests
+		want      []uint8 // reply codes (0: none, the link closes)
+		nak       []byte  // the Nak's option
+	}{
+		{"any: nak, nak the retransmission, then take pap", AuthAny, false, []uint8{1, 1, 2}, []uint8{ConfNak, ConfNak, ConfAck}, []byte{3, 5, 0xc2, 0x23, chapMD5}},
+		{"mschapv2 or pap: nak with mschapv2", AuthMSCHAPv2 | AuthPAP, false, []uint8{1, 2}, []uint8{ConfNak, ConfAck}, []byte{3, 5, 0xc2, 0x23, chapMSv2}},
+		{"pap only: ack at once", AuthPAP, false, []uint8{1}, []uint8{ConfAck}, nil},
+		{"chap seen before: refuse", AuthAny, true, []uint8{1, 2}, []uint8{ConfNak, 0}, []byte{3, 5, 0xc2, 0x23, chapMD5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &recOwner{}
+			cfg := &linkConfig{role: roleClient, mru: 1492, auth: tc.auth, restart: time.Second, maxConfigure: 10,
+				echoInterval: -1, authTimeout: time.Minute, rand: func() uint64 { return 0x11223344 }, refusePAP: tc.refusePAP}
+			l := newLink(cfg, o, time.Unix(1, 0))
+			l.start()
+			for i, id := range tc.ids {
+				o.sent = nil
+				l.input(l.now, pppLCP, ctl(ConfReq, id, pap...))
+				var got uint8
+				var reply []byte
+				for _, b := range o.sent {
+					if be16(b) == pppLCP && b[2] >= ConfAck && b[2] <= ConfRej {
+						got, reply = b[2], b[2:]
+					}
+				}
+				if got != tc.want[i] {
+					t.Fatalf("request %d (id %d): reply % x, want code %d", i, id, reply, tc.want[i])
+				}
+				if got == ConfNak && !bytes.Equal(reply[4:], tc.nak) {
+					t.Fatalf("Nak % x, want % x", reply[4:], tc.nak)
+				}
+				if got == 0 && (!l.papRefused || l.phase != phaseTerminate || o.last(pppLCP)[0] != TermReq) {
+					t.Fatalf("not refused: papRefused %v phase %v", l.papRefused, l.phase)
+				}
+			}
+			if tc.want[len(tc.want)-1] == ConfAck {
+				l.input(l.now, pppLCP, ctl(ConfAck, l.lcp.reqID, (*lcpHandler)(l).addCI(nil)...))
+				if l.authProto != pppPAP || l.phase != phaseAuth {
+					t.Fatalf("auth %#x phase %v", l.authProto, l.phase)
+				}
+			}
+		})
+	}
+}
+
+// sentPAPRequest reports whether nd ever sent a PAP Authenticate-Request
+// (the password in clear).
+func sentPAPRequest(n *simNet, nd *simNode) bool {
+	for _, f := range n.framesFrom(nd) {
+		if f.EtherType == hdr.EtherTypePPPoESess && len(f.Payload) > 2 && be16(f.Payload) == pppPAP && f.Payload[2] == PAPReq {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPAPDowngradeNak: an AC able to do CHAP that asks for PAP first is
+// moved to CHAP by the client's Nak; an AC that can only do PAP gets it,
+// with a warning in the log.
+func TestPAPDowngradeNak(t *testing.T) {
+	p := newSimPair(t, nil, func(s *ServerConfig) { s.Auth = AuthCHAPMD5 | AuthPAP })
+	// The AC's first Configure-Request (for CHAP) is lost, and it asks for
+	// PAP in its retransmission.
+	first := true
+	p.net.drop = func(from *simNode, b []byte) bool {
+		if from == p.sn && first && len(b) > 22 && b[12] == 0x88 && b[13] == 0x64 && be16(b[20:]) == pppLCP && b[22] == ConfReq {
+			first = false
+			for _, ss := range p.s.sessions {
+				ss.link.reqAuth, ss.link.reqAlg = pppPAP, 0
+			}
+			return true
+		}
+		return false
+	}
+	p.waitUp(t, time.Minute)
+	if st := p.c.Status(); st.AuthProto != AuthCHAPMD5 || first || sentPAPRequest(p.net, p.cn) {
+		t.Fatalf("auth %v (PAP asked: %v), PAP request sent %v", st.AuthProto, !first, sentPAPRequest(p.net, p.cn))
+	}
+
+	var log []string
+	p = newSimPair(t, func(c *ClientConfig) {
+		c.Logf = func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
+	}, func(s *ServerConfig) { s.Auth = AuthPAP })
+	p.waitUp(t, time.Minute)
+	if st := p.c.Status(); st.AuthProto != AuthPAP || !strings.Contains(strings.Join(log, "\n"), "PAP sends the password in clear") {
+		t.Fatalf("auth %v, log %q", st.AuthProto, log)
+	}
+}
+
+// TestPAPRefusedAfterCHAP: once an AC has authenticated the client with
+// CHAP, a rogue AC that answers PADI first and insists on PAP never gets
+// the password: the client ends that session (counted) and connects to
+// the other AC.
+func TestPAPRefusedAfterCHAP(t *testing.T) {
+	n := newSimNet(t)
+	cn := n.conn(1)
+	rogueNd, realNd := n.conn(2), n.conn(3) // the rogue answers first
+	newAC := func(nd *simNode, name string, auth AuthProto) *Server {
+		sc := testServerConfig(n)
+		sc.ACName, sc.Auth = name, auth
+		sc.Users = map[string]string{testUser: "whatever"} // the rogue's guess
+		if name == "real" {
+			sc.Users = map[string]string{testUser: testPass}
+		}
+		return NewServer(sc, nd)
+	}
+	rogue, real := newAC(rogueNd, "rogue", AuthPAP), newAC(realNd, "real", AuthCHAPMD5)
+	realNd.c = (*serverCore)(real)
+	c := NewClient(testClientConfig(n), cn, nil)
+	cn.c = (*clientCore)(c)
+	n.start()
+	if !n.run(time.Minute, func() bool { return c.st.State == StateUp }) || c.st.AuthProto != AuthCHAPMD5 {
+		t.Fatalf("not up with CHAP: %v %q", c.st.State, c.st.LastError)
+	}
+	// The rogue appears; the real AC drops the session.
+	rogueNd.c = (*serverCore)(rogue)
+	if err := real.Kill(c.st.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if !n.run(time.Minute, func() bool { return c.st.Counters.PAPRefused > 0 }) {
+		t.Fatalf("rogue not refused: state %v AC %q", c.st.State, c.st.ACName)
+	}
+	if !n.run(time.Minute, func() bool { return c.st.State == StateUp }) {
+		t.Fatalf("not up again: %q", c.st.LastError)
+	}
+	st := c.Status()
+	if sentPAPRequest(n, cn) || st.ACName != "real" || st.AuthProto != AuthCHAPMD5 || st.Counters.PAPRefused != 1 {
+		t.Fatalf("PAP request sent %v, AC %q, auth %v, refused %d", sentPAPRequest(n, cn), st.ACName, st.AuthProto, st.Counters.PAPRefused)
+	}
+	if !strings.Contains(st.LastError, "refusing PAP") {
+		t.Fatalf("last error %q", st.LastError)
 	}
 }

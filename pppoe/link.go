@@ -63,6 +63,10 @@ type linkConfig struct {
 	maxConfigure int
 	authTimeout  time.Duration
 	rand         func() uint64
+	// refusePAP (client): an AC has authenticated us with CHAP in this
+	// Client's life, so an AC insisting on PAP is refused (see
+	// lcpHandler.reqCI).
+	refusePAP bool
 }
 
 // linkOwner receives the link's state changes.
@@ -104,6 +108,13 @@ type link struct {
 	authAlg              uint8  // its CHAP algorithm (chapMD5, chapMSv2)
 	authFailed, authDone bool
 	echoRejected         bool
+	// Client, PAP downgrade guard: papNaked is set once an AC's request
+	// for PAP was Nak'd proposing CHAP, papNakID is the Identifier of
+	// that request; papRefused once the link ends because the AC insisted
+	// while cfg.refusePAP.
+	papNaked   bool
+	papNakID   uint8
+	papRefused bool
 
 	// authentication
 	authID    uint8
@@ -468,7 +479,32 @@ func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uin
 			case p == pppCHAP && len(o.Value) == 3 && chapAllowed(o.Value[2], l.cfg.auth):
 				auth, alg = pppCHAP, o.Value[2]
 			case p == pppPAP && len(o.Value) == 2 && l.cfg.auth&AuthPAP != 0:
-				auth = pppPAP
+				// PAP sends the password in clear, to whichever AC answered
+				// PADI first. The client Naks the first request for PAP
+				// proposing CHAP (CHAP-MD5, else MS-CHAPv2) when its Auth
+				// allows one; an AC that asks for PAP again in a request
+				// with another Identifier (a retransmission of the Nak'd
+				// one, our Nak lost, is Nak'd again) insists, and gets PAP,
+				// unless cfg.refusePAP: then the link is closed (LCP
+				// Terminate) and papRefused tells the client.
+				// out starts with the reply's header: out[1] is the
+				// request's Identifier.
+				switch id := out[1]; {
+				case l.cfg.auth&(AuthCHAPMD5|AuthMSCHAPv2) != 0 && (!l.papNaked || id == l.papNakID):
+					l.papNaked, l.papNakID = true, id
+					if l.cfg.auth&AuthCHAPMD5 != 0 {
+						r.nakOpt(OptAuthProto, 0xc2, 0x23, chapMD5)
+					} else {
+						r.nakOpt(OptAuthProto, 0xc2, 0x23, chapMSv2)
+					}
+				case l.cfg.refusePAP:
+					// The automaton sends no reply: the link is closing.
+					l.papRefused = true
+					l.close("refusing PAP (it sends the password in clear): an AC authenticated us with CHAP before")
+					return ConfRej, append(out, raw...)
+				default:
+					auth = pppPAP
+				}
 			case l.cfg.auth&AuthCHAPMD5 != 0:
 				r.nakOpt(OptAuthProto, 0xc2, 0x23, chapMD5)
 			case l.cfg.auth&AuthMSCHAPv2 != 0:
