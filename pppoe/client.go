@@ -281,12 +281,19 @@ func (cc *clientCore) start(now time.Time) {
 	c.now = now
 	c.st.State = StateIdle
 	if c.cfg.StatePath != "" {
-		if ps, err := loadState(c.cfg.StatePath); err == nil && ps.SessionID != 0 {
+		if ps, err := loadState(c.cfg.StatePath); err == nil && ps.SessionID != 0 && ps.ACMAC[0]&1 == 0 && ps.ACMAC != ([6]byte{}) {
 			// A BRAS may still hold the session of a previous run that
-			// died without PADT: release it before asking for a new one.
-			c.sendDiscovery(ps.ACMAC, CodePADT, ps.SessionID, []Tag{{TagGenericError, []byte("stale session")}})
+			// died without PADT: release it before asking for a new one,
+			// to the AC and on the VLAN the session lived on (the
+			// configured VLAN for records that predate the vlan line).
+			vlan := c.cfg.VLAN
+			if ps.VLANKnown {
+				vlan = ps.VLAN
+			}
+			d := Discovery{Code: CodePADT, SessionID: ps.SessionID, Tags: []Tag{{TagGenericError, []byte("stale session")}}}
+			c.write(d.Append(appendEthernet(c.buf[:0], ps.ACMAC, c.mac, vlan, c.cfg.VLANPrio, hdr.EtherTypePPPoEDisc)))
 			c.st.Counters.StalePADTSent++
-			c.logf("pppoe: sent PADT for stale session %#04x to %x", ps.SessionID, ps.ACMAC)
+			c.logf("pppoe: sent PADT for stale session %#04x to %x on vlan %d", ps.SessionID, ps.ACMAC, vlan)
 		}
 		removeState(c.cfg.StatePath)
 	}
@@ -568,7 +575,7 @@ func (c *Client) handlePADS(f *Frame, d *Discovery, now time.Time) {
 	c.st.SessionID = d.SessionID
 	c.timer = time.Time{}
 	if c.cfg.StatePath != "" {
-		if err := saveState(c.cfg.StatePath, persisted{SessionID: d.SessionID, ACMAC: f.Src, LocalMAC: c.mac, VLAN: c.cfg.VLAN}); err != nil {
+		if err := saveState(c.cfg.StatePath, persisted{SessionID: d.SessionID, ACMAC: f.Src, LocalMAC: c.mac, VLAN: c.cfg.VLAN, VLANKnown: true}); err != nil {
 			c.logf("pppoe: saving session state: %v", err)
 		}
 	}
