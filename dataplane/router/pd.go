@@ -38,15 +38,22 @@ type pd struct {
 	ups    uint64 // times it started to (a flap between two wakes is not lost)
 	lanErr string
 	buf    []byte
+	// notLinkLocal counts DHCPv6 replies dropped for a source outside
+	// fe80::/10 (RFC 8415 section 18.2.10 has servers and relays answer
+	// from a link-local address: anything else did not come from the
+	// link's peer).
+	notLinkLocal uint64
 }
 
 // PDStats describe the delegation.
 type PDStats struct {
-	Delegated string            `json:"delegated,omitempty"` // prefix/len
-	LAN       string            `json:"lan,omitempty"`       // the LAN's /64 of it
-	ValidLeft float64           `json:"valid_left_s,omitempty"`
-	Error     string            `json:"error,omitempty"`
-	Client    dhcp6.ClientStats `json:"client"`
+	Delegated string  `json:"delegated,omitempty"` // prefix/len
+	LAN       string  `json:"lan,omitempty"`       // the LAN's /64 of it
+	ValidLeft float64 `json:"valid_left_s,omitempty"`
+	Error     string  `json:"error,omitempty"`
+	// NotLinkLocal counts replies dropped for a source outside fe80::/10.
+	NotLinkLocal uint64            `json:"not_link_local"`
+	Client       dhcp6.ClientStats `json:"client"`
 }
 
 func newPD(r *Router) *pd {
@@ -58,10 +65,17 @@ func newPD(r *Router) *pd {
 
 // input takes an IPv6 packet for the router from the session (the
 // control plane's WAN6 hook, on its slow-path pool): DHCPv6 to the client
-// port is queued for the client, anything else is left.
+// port from a link-local source is queued for the client, from any other
+// source dropped and counted; anything else is left.
 func (p *pd) input(ip []byte) {
-	_, _, sport, dport, payload, ok := dhcp6.DecodeUDP6(ip)
+	src, _, sport, dport, payload, ok := dhcp6.DecodeUDP6(ip)
 	if !ok || sport != dhcp6.ServerPort || dport != dhcp6.ClientPort {
+		return
+	}
+	if src[0] != 0xfe || src[1]&0xc0 != 0x80 {
+		p.mu.Lock()
+		p.notLinkLocal++
+		p.mu.Unlock()
 		return
 	}
 	select {
@@ -191,7 +205,7 @@ func (p *pd) stats() *PDStats {
 	p.cliMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := &PDStats{Client: cs, Error: p.lanErr}
+	s := &PDStats{Client: cs, Error: p.lanErr, NotLinkLocal: p.notLinkLocal}
 	if have {
 		s.Delegated = netip.PrefixFrom(netip.AddrFrom16(l.Prefix), l.Bits).String()
 		s.ValidLeft = time.Until(l.Obtained.Add(l.Valid)).Seconds()

@@ -168,3 +168,34 @@ func TestPDLeaseLost(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestPDRepliesOnlyFromLinkLocal: a DHCPv6 reply from a source outside
+// fe80::/10 (not the session's peer: forged or routed in) is dropped and
+// counted; one from a link-local source is queued for the client.
+func TestPDRepliesOnlyFromLinkLocal(t *testing.T) {
+	p := newPD(&Router{cfg: &Config{PD: true}, logf: t.Logf})
+	dst := netip.MustParseAddr("fe80::9").As16()
+	msg := []byte{byte(dhcp6.MsgReply), 1, 2, 3}
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{"fe80::1", true},
+		{"febf:ffff::1", true},
+		{"fec0::1", false},
+		{"2001:db8::1", false},
+		{"::1", false},
+		{"ff02::1:2", false},
+		{"::", false},
+	} {
+		src := netip.MustParseAddr(tc.src).As16()
+		before, dropped := len(p.in), p.stats().NotLinkLocal
+		p.input(dhcp6.EncodeUDP6(nil, &src, &dst, 64, dhcp6.ServerPort, dhcp6.ClientPort, msg))
+		if got := len(p.in) == before+1; got != tc.want {
+			t.Errorf("from %s: queued %v, want %v", tc.src, got, tc.want)
+		}
+		if n := p.stats().NotLinkLocal; n != dropped+map[bool]uint64{false: 1}[tc.want] {
+			t.Errorf("from %s: dropped counter %d (was %d)", tc.src, n, dropped)
+		}
+	}
+}
