@@ -21,6 +21,7 @@ Scenarios:
   shaper     FQ-CoDel latency under load (bulk at 2x the rate plus a sparse ping) through the pipeline
   nat        the NAT44 conntrack table: lookup, insert, expiry cost and bytes per entry
   io         pppfwd on afpacket/afxdp over veth against the kernel's forward + masquerade
+  soak       the namespace lab at 80 % of its capacity for a long time: RSS, goroutines, fds, NAT trends
 `
 
 func benchMain(args []string, stdout, stderr io.Writer) int {
@@ -37,6 +38,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		return benchNAT(args[1:], stdout, stderr)
 	case "shaper":
 		return benchShaper(args[1:], stdout, stderr)
+	case "soak":
+		return benchSoak(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return 0
