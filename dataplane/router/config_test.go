@@ -69,23 +69,6 @@ func TestConfigAuth(t *testing.T) {
 	}
 }
 
-// FuzzParseConfig: arbitrary files never panic, and an accepted file
-// passes Validate.
-func FuzzParseConfig(f *testing.F) {
-	b, _ := os.ReadFile("../../pppfwd.conf.example")
-	f.Add(string(b))
-	f.Add("lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\nnat.forward tcp 1 10.0.0.2:3\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		c, err := ParseConfig(strings.NewReader(s))
-		if err != nil {
-			return
-		}
-		if err := c.Validate(); err != nil {
-			t.Fatalf("accepted config fails Validate: %v", err)
-		}
-	})
-}
-
 func TestConfigIPv6(t *testing.T) {
 	base := "lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n"
 	for _, c := range []struct{ text, want string }{
