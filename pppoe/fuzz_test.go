@@ -88,12 +88,12 @@ var scriptProtos = [...]uint16{pppLCP, pppIPCP, pppIPv6CP, pppPAP, pppCHAP}
 // Script ops, one byte each followed by their arguments; a byte string
 // argument is a length byte and that many bytes.
 const (
-	opRawPPP   = iota // PPP payload (protocol + information) in a session frame from the AC
-	opControl         // protocol index, code, id, data: a control packet, length filled in
-	opReplyReq        // protocol index (LCP/IPCP/IPv6CP), code (Ack/Nak/Rej), options: answers the client's last Configure-Request (Ack: its options)
-	opAuthOK          // success flag, message: CHAP Success/Failure or PAP Ack/Nak for the client's last Response/Request
-	opDiscovery       // code, flags (1: our session id, 2: add Host-Uniq), 2-byte session id, tags
-	opWait            // n: the clock moves n*250ms, timers run
+	opRawPPP    = iota // PPP payload (protocol + information) in a session frame from the AC
+	opControl          // protocol index, code, id, data: a control packet, length filled in
+	opReplyReq         // protocol index (LCP/IPCP/IPv6CP), code (Ack/Nak/Rej), options: answers the client's last Configure-Request (Ack: its options)
+	opAuthOK           // success flag, message: CHAP Success/Failure or PAP Ack/Nak for the client's last Response/Request
+	opDiscovery        // code, flags (1: our session id, 2: add Host-Uniq), 2-byte session id, tags
+	opWait             // n: the clock moves n*250ms, timers run
 	numOps
 )
 
