@@ -402,6 +402,17 @@ func FuzzControlWAN(f *testing.F) {
 				continue
 			}
 			d := [4]Dir{FromWANIP, Unresolved, FromLAN, Unresolved}[dirs>>(2*i)&3]
+			if d == Unresolved && len(fr) >= hdr.EthernetLen {
+				// The worker writes an Unresolved frame's Ethernet header
+				// (worker.unresolved, inbound6): no destination yet, the
+				// router's MAC, IPv4 or IPv6.
+				fr = append([]byte(nil), fr...)
+				eth := hdr.Ethernet(fr)
+				if eth.Type() != hdr.EtherTypeIPv6 {
+					eth.SetType(hdr.EtherTypeIPv4)
+				}
+				eth.SetAddrs([6]byte{}, routerMAC)
+			}
 			r.handle(d, fr)
 			r.pump(t)
 		}
@@ -416,13 +427,15 @@ func FuzzControlWAN(f *testing.F) {
 // more than fragTimeout ago, and a get right after the put of its key
 // (no other put between) must find it.
 //
-// Each 6-byte operation: kind (bit 0: put, else get), source selector,
-// IP id (2 bytes), protocol selector, time step.
+// Each 6-byte operation: kind (bit 0: put, else get; bit 1: a key that
+// shares the last put's slot), source selector, IP id (2 bytes),
+// protocol selector, time step.
 func FuzzFragTable(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 7, 0, 0, 0, 0, 0, 7, 0, 1})
 	f.Add([]byte{1, 0, 0, 7, 0, 0, 1, 1, 0, 7, 0, 0, 0, 0, 0, 7, 0, 0, 0, 1, 0, 7, 0, 0})
 	f.Add([]byte{1, 0, 0, 7, 0, 0, 0, 0, 0, 7, 0, 255, 0, 0, 0, 7, 0, 255, 0, 0, 0, 7, 0, 255})
 	f.Add([]byte{1, 2, 1, 0, 1, 3, 1, 3, 1, 0, 1, 3, 0, 2, 1, 0, 1, 3, 0, 3, 1, 0, 2, 3})
+	f.Add([]byte{1, 0, 0, 7, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 2, 1, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0})
 	srcs := [...]uint32{remoteIP, remoteIP + 1, ip4(10, 0, 0, 1), 0, 0xffffffff, ip4(198, 51, 100, 1), ip4(1, 2, 3, 4), ip4(203, 0, 113, 200)}
 	protos := [...]uint8{hdr.ProtoUDP, hdr.ProtoTCP, hdr.ProtoICMP, 50}
 	type key struct {
@@ -446,6 +459,27 @@ func FuzzFragTable(f *testing.F) {
 			k := key{srcs[ops[1]&7] ^ uint32(ops[1]>>3)<<8, binary.BigEndian.Uint16(ops[2:]), protos[ops[4]&3]}
 			if ops[4]>>2 != 0 {
 				k.proto = ops[4]
+			}
+			if ops[0]&2 != 0 && lastValid {
+				// Another key in the slot of the last put, differing in
+				// one field: the direct-mapped table's hard case.
+				k = last
+				slot := fragSlot(k.src, k.id, k.proto)
+				for i := uint32(1); i < 1<<17; i++ {
+					c := last
+					switch ops[1] % 3 {
+					case 0:
+						c.src += i * (uint32(ops[2])<<8 | 1)
+					case 1:
+						c.id += uint16(i)
+					case 2:
+						c.proto += uint8(i)
+					}
+					if c != last && fragSlot(c.src, c.id, c.proto) == slot {
+						k = c
+						break
+					}
+				}
 			}
 			// Steps of 0..255 tenths of fragTimeout: inside and past it.
 			now += int64(ops[5]) * fragTimeout / 10
