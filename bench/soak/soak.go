@@ -103,6 +103,7 @@ type Sample struct {
 	Sent       uint64            `json:"sent"`        // UDP datagrams sent since start
 	Delivered  uint64            `json:"delivered"`   // their echoes received
 	Lost       uint64            `json:"lost"`        // sent and not echoed within the timeout
+	Late       uint64            `json:"late"`        // of those, echoed after it (slow, not dropped)
 	RatePPS    float64           `json:"rate_pps"`    // echoes per second since the last sample
 	FlowsOpen  uint64            `json:"udp_flows_opened"`
 	TCPConns   uint64            `json:"tcp_conns"` // TCP connections completed (echo checked)
@@ -125,7 +126,8 @@ type Summary struct {
 	Sent          uint64  `json:"sent"`
 	Delivered     uint64  `json:"delivered"`
 	Lost          uint64  `json:"lost"`
-	LossRatio     float64 `json:"loss_ratio"`
+	Late          uint64  `json:"late"`
+	LossRatio     float64 `json:"loss_ratio"` // (lost - late) / sent
 	FlowsOpened   uint64  `json:"udp_flows_opened"`
 	TCPConns      uint64  `json:"tcp_conns"`
 	TCPFailed     uint64  `json:"tcp_failed"`
@@ -150,6 +152,7 @@ type gen struct {
 	l                     *lab.Lab
 	o                     *Options
 	sent, delivered, lost atomic.Uint64
+	late                  atomic.Uint64 // echoes that came after their timeout (counted lost too)
 	flows, tcpOK, tcpFail atomic.Uint64
 	interval              atomic.Int64 // ns between a sender's datagrams; 0 = unpaced
 	stop                  chan struct{}
@@ -233,7 +236,9 @@ func (g *gen) sender(k int) {
 				if err != nil {
 					break
 				}
-				ok = bytes.Equal(buf[:n], msg) // a late echo of an earlier datagram is skipped
+				if ok = bytes.Equal(buf[:n], msg); !ok {
+					g.late.Add(1) // a late echo of an earlier datagram of this socket
+				}
 			}
 			if ok {
 				g.delivered.Add(1)
@@ -349,7 +354,7 @@ func Run(o Options) (*Result, error) {
 	st0 := l.R.Client().Status()
 	res := &Result{}
 	start := time.Now()
-	base := [3]uint64{g.sent.Load(), g.delivered.Load(), g.lost.Load()}
+	base := [4]uint64{g.sent.Load(), g.delivered.Load(), g.lost.Load(), g.late.Load()}
 	lastD, lastT := base[1], start
 	take := func() Sample {
 		now := time.Now()
@@ -357,7 +362,7 @@ func Run(o Options) (*Result, error) {
 		st := l.R.Client().Status()
 		s := Sample{Type: "sample", T: now.Sub(start).Seconds(), RSSBytes: rss(), Goroutines: runtime.NumGoroutine(),
 			FDs: openFDs(), NATEntries: natEntries(l.R.Engine()),
-			Sent: g.sent.Load() - base[0], Delivered: d - base[1], Lost: g.lost.Load() - base[2],
+			Sent: g.sent.Load() - base[0], Delivered: d - base[1], Lost: g.lost.Load() - base[2], Late: g.late.Load() - base[3],
 			RatePPS: float64(d-lastD) / now.Sub(lastT).Seconds(), FlowsOpen: g.flows.Load(),
 			TCPConns: g.tcpOK.Load(), TCPFailed: g.tcpFail.Load(), Drops: l.R.Engine().Totals().DropMap(),
 			State: st.State.String(), SessionID: st.SessionID, SessionsUp: st.Counters.SessionsUp}
@@ -387,14 +392,14 @@ func Run(o Options) (*Result, error) {
 	last := res.Samples[len(res.Samples)-1]
 	sum := Summary{Type: "summary", Backend: o.Backend, Workers: o.Workers, DurationS: elapsed.Seconds(),
 		CapacityPPS: capacity, TargetPPS: target, AchievedPPS: float64(last.Delivered) / last.T,
-		Sent: last.Sent, Delivered: last.Delivered, Lost: last.Lost, FlowsOpened: g.flows.Load(),
+		Sent: last.Sent, Delivered: last.Delivered, Lost: last.Lost, Late: last.Late, FlowsOpened: g.flows.Load(),
 		TCPConns: g.tcpOK.Load(), TCPFailed: g.tcpFail.Load(), Samples: len(res.Samples), Drops: last.Drops,
 		SessionStable: stEnd.State == pppoe.StateUp && stEnd.SessionID == st0.SessionID && stEnd.Counters.SessionsUp == st0.Counters.SessionsUp}
 	if sum.Backend == "" {
 		sum.Backend = "afpacket"
 	}
 	if sum.Sent > 0 {
-		sum.LossRatio = float64(sum.Lost) / float64(sum.Sent)
+		sum.LossRatio = float64(sum.Lost-min(sum.Late, sum.Lost)) / float64(sum.Sent)
 	}
 	var rs, gs, fs, ns Series
 	for _, s := range res.Samples {

@@ -17,8 +17,8 @@ func TestIntegrationSoak(t *testing.T) {
 	nettest.RequireRoot(t)
 	nettest.RequireCmd(t, "ip")
 	res, err := Run(Options{Duration: 2 * time.Minute, Workers: 2, OnSample: func(s Sample) {
-		t.Logf("t=%3.0fs rss %5.1f MiB goroutines %d fds %d nat %d rate %.0f/s sent %d lost %d flows %d tcp %d/%d drops %v",
-			s.T, float64(s.RSSBytes)/(1<<20), s.Goroutines, s.FDs, s.NATEntries, s.RatePPS, s.Sent, s.Lost, s.FlowsOpen, s.TCPConns, s.TCPFailed, s.Drops)
+		t.Logf("t=%3.0fs rss %5.1f MiB goroutines %d fds %d nat %d rate %.0f/s sent %d lost %d late %d flows %d tcp %d/%d drops %v",
+			s.T, float64(s.RSSBytes)/(1<<20), s.Goroutines, s.FDs, s.NATEntries, s.RatePPS, s.Sent, s.Lost, s.Late, s.FlowsOpen, s.TCPConns, s.TCPFailed, s.Drops)
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -33,8 +33,10 @@ func TestIntegrationSoak(t *testing.T) {
 	if !s.Flat {
 		t.Errorf("verdict %q", s.Verdict)
 	}
+	// Echoes later than the senders' timeout are slow, not lost: on a
+	// loaded machine a stalled sender sees many.
 	if s.LossRatio > 0.01 {
-		t.Errorf("lost %d of %d echoes (%.3f) at 80 %% of capacity", s.Lost, s.Sent, s.LossRatio)
+		t.Errorf("lost %d of %d echoes (%d of them late; %.4f lost) at 80 %% of capacity", s.Lost, s.Sent, s.Late, s.LossRatio)
 	}
 	if s.TCPConns == 0 || s.TCPFailed > s.TCPConns/100 {
 		t.Errorf("TCP connections: %d completed, %d failed", s.TCPConns, s.TCPFailed)

@@ -44,8 +44,8 @@ func benchSoak(args []string, stdout, stderr io.Writer) int {
 			_ = enc.Encode(s)
 			return
 		}
-		fmt.Fprintf(stdout, "t=%4.0fs rss %6.1f MiB goroutines %4d fds %4d nat %6d echoes/s %7.0f sent %9d lost %6d flows %7d tcp %5d/%d state %s drops %v\n",
-			s.T, float64(s.RSSBytes)/(1<<20), s.Goroutines, s.FDs, s.NATEntries, s.RatePPS, s.Sent, s.Lost,
+		fmt.Fprintf(stdout, "t=%4.0fs rss %6.1f MiB goroutines %4d fds %4d nat %6d echoes/s %7.0f sent %9d lost %6d late %6d flows %7d tcp %5d/%d state %s drops %v\n",
+			s.T, float64(s.RSSBytes)/(1<<20), s.Goroutines, s.FDs, s.NATEntries, s.RatePPS, s.Sent, s.Lost, s.Late,
 			s.FlowsOpen, s.TCPConns, s.TCPFailed, s.State, s.Drops)
 	}
 	o.Logf = func(format string, args ...any) {
@@ -65,8 +65,8 @@ func benchSoak(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	} else {
-		fmt.Fprintf(stdout, "capacity %.0f echoes/s, target %.0f, achieved %.0f; sent %d, lost %d (%.5f); udp flows %d, tcp %d (%d failed); session stable %v\n",
-			s.CapacityPPS, s.TargetPPS, s.AchievedPPS, s.Sent, s.Lost, s.LossRatio, s.FlowsOpened, s.TCPConns, s.TCPFailed, s.SessionStable)
+		fmt.Fprintf(stdout, "capacity %.0f echoes/s, target %.0f, achieved %.0f; sent %d, lost %d (%d late; %.5f lost); udp flows %d, tcp %d (%d failed); session stable %v\n",
+			s.CapacityPPS, s.TargetPPS, s.AchievedPPS, s.Sent, s.Lost, s.Late, s.LossRatio, s.FlowsOpened, s.TCPConns, s.TCPFailed, s.SessionStable)
 		for _, tr := range s.Trends {
 			if tr.Skipped {
 				fmt.Fprintf(stdout, "%-12s not measured\n", tr.Name)
