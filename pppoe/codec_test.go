@@ -187,6 +187,8 @@ func FuzzDiscovery(f *testing.F) {
 func FuzzControlOptions(f *testing.F) {
 	f.Add(fixLCPConfReq[22:])
 	f.Add(fixIPCPConfReq[22:])
+	f.Add([]byte{ConfReq, 1, 0, 8, OptAuthProto, 4, 0xc0, 0x23})    // PAP: the downgrade guard
+	f.Add([]byte{ConfReq, 1, 0, 10, OptIPAddress, 6, 127, 0, 0, 1}) // a refused address
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseControl(b)
 		if err != nil {

@@ -62,6 +62,9 @@ type fsm struct {
 	timer  time.Time
 	naks   int // consecutive Naks sent (Max-Failure)
 	reason string
+	// peerID is the Identifier of the peer's Configure-Request that
+	// reqCI is judging (or judged last).
+	peerID uint8
 }
 
 func (f *fsm) irc(terminate bool) {
@@ -338,6 +341,7 @@ func (f *fsm) rcr(p ControlPacket) {
 	}
 	opts, err := ParseOptions(p.Data)
 	out := append(f.l.reply[:0], 0, p.ID, 0, 0)
+	f.peerID = p.ID
 	var code uint8
 	if err != nil {
 		code = ConfRej

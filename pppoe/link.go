@@ -487,9 +487,7 @@ func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uin
 				// one, our Nak lost, is Nak'd again) insists, and gets PAP,
 				// unless cfg.refusePAP: then the link is closed (LCP
 				// Terminate) and papRefused tells the client.
-				// out starts with the reply's header: out[1] is the
-				// request's Identifier.
-				switch id := out[1]; {
+				switch id := l.lcp.peerID; {
 				case l.cfg.auth&(AuthCHAPMD5|AuthMSCHAPv2) != 0 && (!l.papNaked || id == l.papNakID):
 					l.papNaked, l.papNakID = true, id
 					if l.cfg.auth&AuthCHAPMD5 != 0 {
