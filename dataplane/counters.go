@@ -75,6 +75,7 @@ type Counters struct {
 	Fragments        uint64 // IPv4 fragments made for the PPPoE MTU (DF clear)
 	NoBufferPolls    uint64 // receives skipped for want of a free frame (the frames wait in the port)
 	IPv6Up, IPv6Down uint64 // IPv6 packets forwarded to the session / to the LAN (routed, no NAT)
+	NATEntries       uint64 // live NAT flows in this worker's table (a gauge)
 	Drops            [numReasons]uint64
 	CPUNanos         uint64 // thread CPU time since start (if measured)
 	SteerPackets     uint64 // frames classified by steering on this thread
@@ -87,7 +88,7 @@ type counterCell struct {
 	cpu atomic.Uint64
 }
 
-const countersWords = 16 + int(numReasons)
+const countersWords = 17 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
@@ -95,8 +96,8 @@ func (c *Counters) words() [countersWords]uint64 {
 	w[4], w[5], w[6], w[7] = c.Exception, c.ICMPSent, c.ICMPRateLimited, c.Clamped
 	w[8], w[9], w[10] = c.Redirected, c.SteerPackets, c.SteerNanos
 	w[11], w[12], w[13] = c.Unresolved, c.Fragments, c.NoBufferPolls
-	w[14], w[15] = c.IPv6Up, c.IPv6Down
-	copy(w[16:], c.Drops[:])
+	w[14], w[15], w[16] = c.IPv6Up, c.IPv6Down, c.NATEntries
+	copy(w[17:], c.Drops[:])
 	return w
 }
 
@@ -120,8 +121,8 @@ func (p *counterCell) load() Counters {
 	s.Exception, s.ICMPSent, s.ICMPRateLimited, s.Clamped = w[4], w[5], w[6], w[7]
 	s.Redirected, s.SteerPackets, s.SteerNanos = w[8], w[9], w[10]
 	s.Unresolved, s.Fragments, s.NoBufferPolls = w[11], w[12], w[13]
-	s.IPv6Up, s.IPv6Down = w[14], w[15]
-	copy(s.Drops[:], w[16:])
+	s.IPv6Up, s.IPv6Down, s.NATEntries = w[14], w[15], w[16]
+	copy(s.Drops[:], w[17:])
 	return s
 }
 
@@ -139,6 +140,7 @@ func (c *Counters) Add(o *Counters) {
 	c.Unresolved += o.Unresolved
 	c.NoBufferPolls += o.NoBufferPolls
 	c.Fragments += o.Fragments
+	c.NATEntries += o.NATEntries
 	c.IPv6Up += o.IPv6Up
 	c.IPv6Down += o.IPv6Down
 	c.SteerPackets += o.SteerPackets

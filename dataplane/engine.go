@@ -57,6 +57,11 @@ type Engine struct {
 	started bool
 	errMu   sync.Mutex
 	pinErr  error
+	// failErr is the first permanent port error (nic.ErrLinkGone); failed
+	// is closed when it is set.
+	failErr  error
+	failed   chan struct{}
+	failOnce sync.Once
 }
 
 // New builds an engine; Start runs it.
@@ -64,7 +69,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, pollSeed: 0x9e3779b97f4a7c15}
+	e := &Engine{cfg: cfg, pollSeed: 0x9e3779b97f4a7c15, failed: make(chan struct{})}
 	e.ranges = nat.Partition(cfg.Workers, cfg.PortLo, cfg.PortHi)
 	e.cfg.NAT.Forwards = append([]nat.Forward(nil), cfg.NAT.Forwards...)
 	nat.AssignForwards(e.ranges, e.cfg.NAT.Forwards)
@@ -233,6 +238,7 @@ func (e *Engine) Poll() int {
 	for i := range e.workers {
 		w := e.workers[(k+i)%len(e.workers)]
 		n += w.step()
+		w.c.NATEntries = w.nat.Entries()
 		w.pub.publish(&w.c)
 	}
 	return n
@@ -292,6 +298,42 @@ func (e *Engine) pin(n int) {
 		}
 		e.errMu.Unlock()
 	}
+}
+
+// portErr notes an error a port returned. Transient ones (a full ring, a
+// link that is down) are the port's to count; a permanent one
+// (nic.ErrLinkGone: the interface was removed) is kept, and Failed is
+// closed, so that the router ends with an error naming the interface.
+func (e *Engine) portErr(p nic.Port, err error) {
+	if !errors.Is(err, nic.ErrLinkGone) {
+		return
+	}
+	e.failOnce.Do(func() {
+		e.errMu.Lock()
+		e.failErr = fmt.Errorf("dataplane: port %s: %w", p.Name(), err)
+		e.errMu.Unlock()
+		close(e.failed)
+	})
+}
+
+// Failed is closed when a port failed for good (Err says how).
+func (e *Engine) Failed() <-chan struct{} { return e.failed }
+
+// Err returns the first permanent port error, or nil.
+func (e *Engine) Err() error {
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	return e.failErr
+}
+
+// NATEntries returns the live NAT flows of every worker, as last
+// published.
+func (e *Engine) NATEntries() int {
+	n := 0
+	for _, w := range e.workers {
+		n += int(w.pub.load().NATEntries)
+	}
+	return n
 }
 
 // PinErr returns the first pinning failure (nil if every thread pinned).

@@ -110,6 +110,7 @@ type steerer struct {
 	ctl     *Link   // other control frames, rate-limited (consumer: the control goroutine)
 	prio    *Link   // our session's control frames (consumer: the control goroutine)
 	session func() *pppoe.Session
+	portErr func(nic.Port, error)
 	pool    *Pool
 	rx      []*nic.Frame
 	out     [][]*nic.Frame // pending batch per worker
@@ -243,7 +244,10 @@ func (s *steerer) pollQueue(q int) int {
 		s.c.NoBufferPolls++
 		return -1
 	}
-	got, _ := s.wan.Recv(q, s.rx[:n])
+	got, err := s.wan.Recv(q, s.rx[:n])
+	if err != nil {
+		s.portErr(s.wan, err)
+	}
 	s.pool.PutN(s.rx[got:n])
 	if got == 0 {
 		return 0

@@ -187,6 +187,7 @@ func (w *Worker) run() {
 			idle = 0
 		}
 		if publishDue(iter, idle) {
+			w.c.NATEntries = w.nat.Entries()
 			w.pub.publish(&w.c)
 		}
 		// The thread CPU clock is a system call: read it now and then.
@@ -224,7 +225,10 @@ func (w *Worker) step() int {
 	// LAN RX.
 	n := w.pool.GetN(w.rx)
 	if n > 0 {
-		got, _ := w.cfg.LAN.Recv(w.id, w.rx[:n])
+		got, err := w.cfg.LAN.Recv(w.id, w.rx[:n])
+		if err != nil {
+			w.e.portErr(w.cfg.LAN, err)
+		}
 		w.pool.PutN(w.rx[got:n])
 		w.c.RxLAN += uint64(got)
 		for _, f := range w.rx[:got] {
@@ -829,7 +833,10 @@ func (w *Worker) flushWAN() {
 	if len(w.wanQ) == 0 {
 		return
 	}
-	n, _ := w.cfg.WAN.Send(w.id, w.wanQ)
+	n, err := w.cfg.WAN.Send(w.id, w.wanQ)
+	if err != nil {
+		w.e.portErr(w.cfg.WAN, err)
+	}
 	w.c.TxWAN += uint64(n)
 	if n < len(w.wanQ) {
 		w.c.Drops[DropTxFull] += uint64(len(w.wanQ) - n)
@@ -842,7 +849,10 @@ func (w *Worker) flushLAN() {
 	if len(w.lanQ) == 0 {
 		return
 	}
-	n, _ := w.cfg.LAN.Send(w.id, w.lanQ)
+	n, err := w.cfg.LAN.Send(w.id, w.lanQ)
+	if err != nil {
+		w.e.portErr(w.cfg.LAN, err)
+	}
 	w.c.TxLAN += uint64(n)
 	if n < len(w.lanQ) {
 		w.c.Drops[DropTxFull] += uint64(len(w.lanQ) - n)
@@ -882,12 +892,17 @@ func (w *Worker) drainInject() int {
 	l := w.e.inject[w.id]
 	n := l.Data.Pop(w.tmp)
 	for i, f := range w.tmp[:n] {
-		var k int
+		p := w.cfg.WAN
 		if Dir(f.Aux) == ToLAN {
-			k, _ = w.cfg.LAN.Send(w.id, w.tmp[i:i+1])
+			p = w.cfg.LAN
+		}
+		k, err := p.Send(w.id, w.tmp[i:i+1])
+		if err != nil {
+			w.e.portErr(p, err)
+		}
+		if p == w.cfg.LAN {
 			w.c.TxLAN += uint64(k)
 		} else {
-			k, _ = w.cfg.WAN.Send(w.id, w.tmp[i:i+1])
 			w.c.TxWAN += uint64(k)
 		}
 		if k == 0 {

@@ -224,6 +224,10 @@ func (t *Table) PublicAddr() uint32 { return t.pub }
 // RedirectTarget is the worker the last Redirect verdict named.
 func (t *Table) RedirectTarget() int { return t.redirect }
 
+// Entries returns the live flows (conntrack entries), for the owner to
+// publish.
+func (t *Table) Entries() uint64 { return t.stats.Entries }
+
 // Stats returns the counters.
 func (t *Table) Stats() Stats {
 	s := t.stats

@@ -182,8 +182,22 @@ func (r *Router) Run(ctx context.Context) error {
 	if perr := r.e.PinErr(); perr != nil {
 		r.logf("pppfwd: %v", perr)
 	}
-	err := r.cli.Run(ctx)
-	if !r.e.Flush(time.Second) { // the PADT is queued: let worker 0 send it
+	// A port that fails for good (its interface removed) ends the run
+	// with an error naming it; transient port errors do not.
+	cliCtx, stopCli := context.WithCancel(ctx)
+	defer stopCli()
+	go func() {
+		select {
+		case <-r.e.Failed():
+			stopCli()
+		case <-cliCtx.Done():
+		}
+	}()
+	err := r.cli.Run(cliCtx)
+	if ferr := r.e.Err(); ferr != nil {
+		err = ferr
+	}
+	if !r.e.Flush(time.Second) { // the PADT is queued: let a worker send it
 		r.logf("pppfwd: control frames still queued at shutdown")
 	}
 	stopCtl()
