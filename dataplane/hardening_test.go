@@ -62,7 +62,7 @@ func TestWANMartianSourcesDropped(t *testing.T) {
 // lcpEcho returns an LCP Echo-Request from the AC on our session.
 func lcpEcho(t *testing.T) []byte {
 	b := wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 1, dport: 2, proto: layers.IPProtocolUDP})
-	b[20], b[21] = 0xc0, 0x21                // PPP protocol LCP
+	b[20], b[21] = 0xc0, 0x21               // PPP protocol LCP
 	b[22], b[23], b[24], b[25] = 9, 7, 0, 8 // Echo-Request, id 7, length 8
 	return b
 }
