@@ -330,6 +330,20 @@ func (c *Control) resolve(ip uint32) {
 	}
 }
 
+// lanHost4 reports whether a is an address a LAN host may have: inside
+// the LAN prefix, not the router's, and (for prefixes of /30 and wider)
+// neither the network nor the broadcast address.
+func lanHost4(cfg *Config, a uint32) bool {
+	m := cfg.lanMask()
+	if a&m != cfg.LANNet || a == cfg.RouterAddr {
+		return false
+	}
+	if cfg.LANBits <= 30 && (a == cfg.LANNet || a == cfg.LANNet|^m) {
+		return false
+	}
+	return a != 0
+}
+
 func (c *Control) fromLAN(b []byte) {
 	if len(b) < hdr.EthernetLen {
 		return
@@ -358,7 +372,7 @@ func (c *Control) fromLAN(b []byte) {
 		// make the entry flap.
 		aboutUs := (op == 1 && tpa == cfg.RouterAddr) || (op == 2 && [6]byte(eth.Dst()) == cfg.RouterMAC)
 		if binary.BigEndian.Uint32(arp[0:]) == 0x00010800 && arp[4] == 6 && arp[5] == 4 &&
-			spa&cfg.lanMask() == cfg.LANNet && spa != cfg.RouterAddr && spa != 0 && sha[0]&1 == 0 {
+			lanHost4(cfg, spa) && sha[0]&1 == 0 && sha != [6]byte{} {
 			mac, known := c.e.neighbors.Load().Lookup(spa)
 			learned := false
 			switch {

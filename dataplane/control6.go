@@ -293,7 +293,10 @@ func (c *Control) fromLAN6(b []byte) bool {
 // and never by an NA without the override flag). Then what was held for
 // it is sent.
 func (c *Control) learn6(l6 *LAN6, ip *hdr.Addr6, mac [6]byte, has, aboutUs, noOverride bool) {
-	if !has || !l6.Contains(ip) || *ip == l6.Router || mac[0]&1 != 0 {
+	// Neither the router's addresses, nor the subnet-router anycast
+	// address (the prefix itself, RFC 4291 2.6.1), nor a multicast or
+	// zero MAC is a neighbour.
+	if !has || !l6.Contains(ip) || *ip == l6.Router || *ip == l6.Prefix || mac[0]&1 != 0 || mac == [6]byte{} {
 		return
 	}
 	n := c.e.Neighbors6()
