@@ -165,36 +165,6 @@ func (e *Engine) SetSession(s *pppoe.Session) { e.session.Store(s) }
 // Session returns the current snapshot.
 func (e *Engine) Session() *pppoe.Session { return e.session.Load() }
 
-// SetNeighbor adds or replaces a LAN neighbor (copy-on-write).
-func (e *Engine) SetNeighbor(ip uint32, mac [6]byte) {
-	e.neighMu.Lock()
-	defer e.neighMu.Unlock()
-	m := e.neighbors.Load().Map()
-	if old, ok := m[ip]; ok && old == mac {
-		return
-	}
-	m[ip] = mac
-	e.neighbors.Store(NewNeighbors(m))
-}
-
-// DeleteNeighbors removes LAN neighbours (copy-on-write).
-func (e *Engine) DeleteNeighbors(ips []uint32) {
-	e.neighMu.Lock()
-	defer e.neighMu.Unlock()
-	m := e.neighbors.Load().Map()
-	for _, ip := range ips {
-		delete(m, ip)
-	}
-	e.neighbors.Store(NewNeighbors(m))
-}
-
-// SetNeighbors replaces the whole LAN neighbor table.
-func (e *Engine) SetNeighbors(m map[uint32][6]byte) {
-	e.neighMu.Lock()
-	defer e.neighMu.Unlock()
-	e.neighbors.Store(NewNeighbors(m))
-}
-
 // Start launches the worker threads (and the steering thread if
 // SteerThread).
 func (e *Engine) Start() {

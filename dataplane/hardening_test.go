@@ -1,10 +1,13 @@
 package dataplane
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
 )
 
 // TestWANMartianSourcesDropped: from the session, no packet with a source
@@ -181,5 +184,122 @@ func TestSendSurvivesStalledWorker(t *testing.T) {
 	}
 	if got < 10 {
 		t.Fatalf("%d frames left through worker 1 in %v while worker 0 stalled, want 10", got, time.Since(start))
+	}
+}
+
+// TestNeighborLearningAmortised: learning n hosts one at a time copies
+// O(n) entries in all (tables are rebuilt only when half full), not
+// O(n) per learn: a LAN host spoofing 16k senders costs the control plane
+// linear work. The tables stay exact against a map under sets, moves and
+// deletes, for IPv4 and IPv6.
+func TestNeighborLearningAmortised(t *testing.T) {
+	r := newRig(t, 1, nil)
+	e := r.e
+	const n = 16384
+	copied4, copied6 := 0, 0
+	model4 := map[uint32][6]byte{hostIP: hostMAC}
+	model6 := map[[16]byte][6]byte{}
+	for i := 0; i < n; i++ {
+		ip := ip4(10, byte(i>>16), byte(i>>8), byte(i)) + 1
+		mac := [6]byte{2, 0, 0, byte(i >> 16), byte(i >> 8), byte(i)}
+		before := e.neighbors.Load()
+		e.SetNeighbor(ip, mac)
+		model4[ip] = mac
+		if after := e.neighbors.Load(); after != before {
+			copied4 += after.Len()
+		}
+		a := lan6Prefix
+		a[12], a[13], a[14], a[15] = 0xfe, byte(i>>16), byte(i>>8), byte(i)
+		before6 := e.Neighbors6()
+		e.SetNeighbor6(a, mac)
+		model6[a] = mac
+		if after := e.Neighbors6(); after != before6 {
+			copied6 += after.Len()
+		}
+		// Every 7th host moves, every 5th leaves again.
+		if i%7 == 0 {
+			mac[0] = 6
+			e.SetNeighbor(ip, mac)
+			e.SetNeighbor6(a, mac)
+			model4[ip], model6[a] = mac, mac
+		}
+		if i%5 == 0 {
+			e.DeleteNeighbors([]uint32{ip})
+			e.DeleteNeighbors6([]hdr.Addr6{a})
+			delete(model4, ip)
+			delete(model6, a)
+		}
+	}
+	if copied4 > 4*n || copied6 > 4*n {
+		t.Errorf("learning %d hosts copied %d IPv4 and %d IPv6 entries, want at most %d", n, copied4, copied6, 4*n)
+	}
+	n4, n6 := e.neighbors.Load(), e.Neighbors6()
+	if n4.Len() != len(model4) || n6.Len() != len(model6) {
+		t.Fatalf("len %d/%d, want %d/%d", n4.Len(), n6.Len(), len(model4), len(model6))
+	}
+	for ip, mac := range model4 {
+		if got, ok := n4.Lookup(ip); !ok || got != mac {
+			t.Fatalf("IPv4 %x: %x %v, want %x", ip, got, ok, mac)
+		}
+	}
+	for a, mac := range model6 {
+		a := hdr.Addr6(a)
+		if got, ok := n6.Lookup(&a); !ok || got != mac {
+			t.Fatalf("IPv6 %x: %x %v, want %x", a, got, ok, mac)
+		}
+	}
+	for _, ip := range []uint32{ip4(10, 0, 0, 1), ip4(10, 0, 0, 6), 0} { // deleted, never set, zero
+		if _, ok := n4.Lookup(ip); ok && model4[ip] == ([6]byte{}) {
+			t.Errorf("IPv4 %x found after delete", ip)
+		}
+	}
+	if len(n4.Map()) != len(model4) || len(n6.Map()) != len(model6) {
+		t.Errorf("Map lost entries")
+	}
+}
+
+// TestNeighborsConcurrentReaders: workers look entries up while the
+// control plane learns, moves and deletes them (run with -race): a
+// reader sees a host's old or new MAC, never another's, and a host that
+// is never touched is always found.
+func TestNeighborsConcurrentReaders(t *testing.T) {
+	r := newRig(t, 1, nil)
+	e := r.e
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			n := e.neighbors.Load()
+			if m, ok := n.Lookup(hostIP); !ok || m != hostMAC {
+				done <- fmt.Errorf("stable host: %x %v", m, ok)
+				return
+			}
+			for i := 0; i < 64; i++ {
+				ip := ip4(10, 1, 0, byte(i)) + 1
+				if m, ok := n.Lookup(ip); ok && m[5] != byte(i) {
+					done <- fmt.Errorf("host %x at another's MAC %x", ip, m)
+					return
+				}
+			}
+		}
+	}()
+	for round := 0; round < 2000; round++ {
+		i := round % 64
+		ip := ip4(10, 1, 0, byte(i)) + 1
+		e.SetNeighbor(ip, [6]byte{2, byte(round), 0, 0, 0, byte(i)})
+		if round%3 == 0 {
+			e.DeleteNeighbors([]uint32{ip})
+		}
+		e.SetNeighbor(ip4(10, 2, byte(round>>8), byte(round))+1, hostMAC) // growth
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -400,10 +400,10 @@ func TestNeighbors6(t *testing.T) {
 		}
 		n := NewNeighbors6(m)
 		worst := 0
-		for i, k := range n.keys {
-			if k != (hdr.Addr6{}) {
-				worst = max(worst, int((uint32(i)-neigh6Hash(&k))&n.mask))
-			}
+		for k := range m {
+			home := neigh6Hash(&k) & n.mask
+			i := n.index(&k)
+			worst = max(worst, int((i-home)&n.mask))
 		}
 		if worst > 64 {
 			t.Fatalf("ids differing in bits %d..: an entry %d slots from home", shift, worst)

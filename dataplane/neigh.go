@@ -1,36 +1,78 @@
 package dataplane
 
-import "github.com/pppfwd/pppfwd/dataplane/hdr"
+import (
+	"encoding/binary"
+	"sync/atomic"
 
-// Neighbors is an immutable IPv4 -> MAC table for the LAN (the ARP cache
-// the workers read). The control plane builds a new one on change and
-// publishes it with an atomic pointer swap; lookups never lock or allocate.
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+)
+
+// The neighbour tables (the LAN's ARP and ND caches the workers read) are
+// open-addressing hash tables with one writer and any number of readers:
+// the control plane changes them under Engine.neighMu, in place, and the
+// workers look them up with no lock and no allocation.
+//
+// Invariants that make that safe:
+//   - a slot's key, once published, never changes (only a rebuild, which
+//     makes a new table, moves keys); a slot is published by storing its
+//     key (IPv4) or state (IPv6) last, after its MAC;
+//   - a MAC is one word: a store replaces it whole, so a reader sees the
+//     old or the new MAC, never a mix; macValid clear marks a deleted
+//     entry (a tombstone: its key stays and ends no probe chain);
+//   - at most half the slots are ever used, so every probe chain ends at
+//     an empty slot.
+//
+// Learning costs O(1) amortised: an insert that would fill more than half
+// the slots rebuilds the table at four times its live entries (dropping
+// tombstones) and publishes it with an atomic pointer swap; a worker
+// still reading the old table during its step misses only the changes
+// made since.
+
+// macValid marks a live entry's MAC word.
+const macValid = 1 << 63
+
+func packMAC(m [6]byte) uint64 {
+	return macValid | uint64(m[0])<<40 | uint64(m[1])<<32 | uint64(m[2])<<24 | uint64(m[3])<<16 | uint64(m[4])<<8 | uint64(m[5])
+}
+
+func unpackMAC(w uint64) [6]byte {
+	return [6]byte{byte(w >> 40), byte(w >> 32), byte(w >> 24), byte(w >> 16), byte(w >> 8), byte(w)}
+}
+
+// neighSize is the table size for n live entries.
+func neighSize(n int) int {
+	size := 16
+	for size < 4*n {
+		size <<= 1
+	}
+	return size
+}
+
+// Neighbors is the IPv4 -> MAC table for the LAN.
 type Neighbors struct {
-	keys  []uint32 // 0 = empty slot (0.0.0.0 is never a neighbor)
-	macs  [][6]byte
+	slots []neighSlot
 	mask  uint32
-	count int
+	used  int // slots with a key, tombstones included (writer only)
+	live  atomic.Int64
+}
+
+type neighSlot struct {
+	key atomic.Uint32 // 0: empty (0.0.0.0 is never a neighbour)
+	mac atomic.Uint64
 }
 
 // NewNeighbors builds a table from m.
 func NewNeighbors(m map[uint32][6]byte) *Neighbors {
-	size := 16
-	for size < 2*len(m) {
-		size <<= 1
-	}
-	n := &Neighbors{keys: make([]uint32, size), macs: make([][6]byte, size), mask: uint32(size - 1)}
+	n := newNeighbors(len(m))
 	for ip, mac := range m {
-		if ip == 0 {
-			continue
-		}
-		i := neighHash(ip) & n.mask
-		for n.keys[i] != 0 {
-			i = (i + 1) & n.mask
-		}
-		n.keys[i], n.macs[i] = ip, mac
-		n.count++
+		n.put(ip, mac)
 	}
 	return n
+}
+
+func newNeighbors(live int) *Neighbors {
+	size := neighSize(live)
+	return &Neighbors{slots: make([]neighSlot, size), mask: uint32(size - 1)}
 }
 
 func neighHash(ip uint32) uint32 { return (ip * 0x9e3779b1) >> 7 }
@@ -40,16 +82,80 @@ func (n *Neighbors) Lookup(ip uint32) ([6]byte, bool) {
 	if n == nil || ip == 0 {
 		return [6]byte{}, false
 	}
-	i := neighHash(ip) & n.mask
-	for {
-		k := n.keys[i]
-		if k == ip {
-			return n.macs[i], true
-		}
-		if k == 0 {
+	for i := neighHash(ip) & n.mask; ; i = (i + 1) & n.mask {
+		s := &n.slots[i]
+		switch s.key.Load() {
+		case ip:
+			if w := s.mac.Load(); w&macValid != 0 {
+				return unpackMAC(w), true
+			}
+			return [6]byte{}, false
+		case 0:
 			return [6]byte{}, false
 		}
-		i = (i + 1) & n.mask
+	}
+}
+
+// put sets ip's MAC in place when it has room (writer only) and reports
+// whether it did.
+func (n *Neighbors) put(ip uint32, mac [6]byte) bool {
+	if ip == 0 {
+		return true
+	}
+	for i := neighHash(ip) & n.mask; ; i = (i + 1) & n.mask {
+		s := &n.slots[i]
+		switch s.key.Load() {
+		case ip:
+			if s.mac.Swap(packMAC(mac))&macValid == 0 {
+				n.live.Add(1)
+			}
+			return true
+		case 0:
+			if 2*(n.used+1) > len(n.slots) {
+				return false
+			}
+			s.mac.Store(packMAC(mac))
+			s.key.Store(ip) // publishes the slot
+			n.used++
+			n.live.Add(1)
+			return true
+		}
+	}
+}
+
+// set sets ip's MAC and returns the table that holds it: n, or a rebuilt
+// one the caller must publish (writer only).
+func (n *Neighbors) set(ip uint32, mac [6]byte) *Neighbors {
+	if n.put(ip, mac) {
+		return n
+	}
+	t := NewNeighbors(n.Map())
+	if t.used+1 > len(t.slots)/2 {
+		t = newNeighbors(int(n.live.Load()) + 1)
+		for ip, mac := range n.Map() {
+			t.put(ip, mac)
+		}
+	}
+	t.put(ip, mac)
+	return t
+}
+
+// del removes ip (writer only).
+func (n *Neighbors) del(ip uint32) {
+	if ip == 0 {
+		return
+	}
+	for i := neighHash(ip) & n.mask; ; i = (i + 1) & n.mask {
+		s := &n.slots[i]
+		switch s.key.Load() {
+		case ip:
+			if s.mac.Swap(0)&macValid != 0 {
+				n.live.Add(-1)
+			}
+			return
+		case 0:
+			return
+		}
 	}
 }
 
@@ -58,7 +164,7 @@ func (n *Neighbors) Len() int {
 	if n == nil {
 		return 0
 	}
-	return n.count
+	return int(n.live.Load())
 }
 
 // Map returns a copy of the entries.
@@ -67,74 +173,74 @@ func (n *Neighbors) Map() map[uint32][6]byte {
 	if n == nil {
 		return m
 	}
-	for i, k := range n.keys {
-		if k != 0 {
-			m[k] = n.macs[i]
+	for i := range n.slots {
+		s := &n.slots[i]
+		if k := s.key.Load(); k != 0 {
+			if w := s.mac.Load(); w&macValid != 0 {
+				m[k] = unpackMAC(w)
+			}
 		}
 	}
 	return m
 }
 
-// SetNeighbor6 adds or replaces an IPv6 LAN neighbour (copy-on-write).
-func (e *Engine) SetNeighbor6(ip hdr.Addr6, mac [6]byte) {
+// SetNeighbor adds or replaces a LAN neighbour.
+func (e *Engine) SetNeighbor(ip uint32, mac [6]byte) {
 	e.neighMu.Lock()
 	defer e.neighMu.Unlock()
-	m := e.neighbors6.Load().Map()
-	if old, ok := m[ip]; ok && old == mac {
-		return
+	n := e.neighbors.Load()
+	if t := n.set(ip, mac); t != n {
+		e.neighbors.Store(t)
 	}
-	m[ip] = mac
-	e.neighbors6.Store(NewNeighbors6(m))
 }
 
-// SetNeighbors6 replaces the whole IPv6 neighbour table.
-func (e *Engine) SetNeighbors6(m map[hdr.Addr6][6]byte) {
+// DeleteNeighbors removes LAN neighbours.
+func (e *Engine) DeleteNeighbors(ips []uint32) {
 	e.neighMu.Lock()
 	defer e.neighMu.Unlock()
-	e.neighbors6.Store(NewNeighbors6(m))
-}
-
-// DeleteNeighbors6 removes IPv6 neighbours (copy-on-write).
-func (e *Engine) DeleteNeighbors6(ips []hdr.Addr6) {
-	e.neighMu.Lock()
-	defer e.neighMu.Unlock()
-	m := e.neighbors6.Load().Map()
+	n := e.neighbors.Load()
 	for _, ip := range ips {
-		delete(m, ip)
+		n.del(ip)
 	}
-	e.neighbors6.Store(NewNeighbors6(m))
 }
 
-// Neighbors6 returns the current IPv6 neighbour table.
-func (e *Engine) Neighbors6() *Neighbors6 { return e.neighbors6.Load() }
+// SetNeighbors replaces the whole LAN neighbour table.
+func (e *Engine) SetNeighbors(m map[uint32][6]byte) {
+	e.neighMu.Lock()
+	defer e.neighMu.Unlock()
+	e.neighbors.Store(NewNeighbors(m))
+}
 
-// Neighbors6 is an immutable IPv6 -> MAC table, read like Neighbors.
+// Neighbors6 is the IPv6 -> MAC table for the LAN, read like Neighbors.
 type Neighbors6 struct {
-	keys  []hdr.Addr6 // the zero address marks an empty slot (:: is never a neighbour)
-	macs  [][6]byte
+	slots []neigh6Slot
 	mask  uint32
-	count int
+	used  int // writer only
+	live  atomic.Int64
+}
+
+type neigh6Slot struct {
+	state  atomic.Uint32 // 0: empty; 1: key published
+	hi, lo atomic.Uint64 // the key (never changes once published)
+	mac    atomic.Uint64
+}
+
+func addr6Words(a *hdr.Addr6) (uint64, uint64) {
+	return binary.LittleEndian.Uint64(a[:8]), binary.LittleEndian.Uint64(a[8:])
 }
 
 // NewNeighbors6 builds a table from m.
 func NewNeighbors6(m map[hdr.Addr6][6]byte) *Neighbors6 {
-	size := 16
-	for size < 2*len(m) {
-		size <<= 1
-	}
-	n := &Neighbors6{keys: make([]hdr.Addr6, size), macs: make([][6]byte, size), mask: uint32(size - 1)}
+	n := newNeighbors6(len(m))
 	for ip, mac := range m {
-		if ip == (hdr.Addr6{}) {
-			continue
-		}
-		i := neigh6Hash(&ip) & n.mask
-		for n.keys[i] != (hdr.Addr6{}) {
-			i = (i + 1) & n.mask
-		}
-		n.keys[i], n.macs[i] = ip, mac
-		n.count++
+		n.put(&ip, mac)
 	}
 	return n
+}
+
+func newNeighbors6(live int) *Neighbors6 {
+	size := neighSize(live)
+	return &Neighbors6{slots: make([]neigh6Slot, size), mask: uint32(size - 1)}
 }
 
 // neigh6Hash mixes every bit of the address into the low bits the table
@@ -153,21 +259,81 @@ func mix64(h uint64) uint64 {
 	return h ^ h>>31
 }
 
+// find returns ip's slot, or the empty slot ending its probe chain.
+func (n *Neighbors6) find(ip *hdr.Addr6) *neigh6Slot { return &n.slots[n.index(ip)] }
+
+// index is find's slot index.
+func (n *Neighbors6) index(ip *hdr.Addr6) uint32 {
+	hi, lo := addr6Words(ip)
+	for i := neigh6Hash(ip) & n.mask; ; i = (i + 1) & n.mask {
+		s := &n.slots[i]
+		if s.state.Load() == 0 || s.hi.Load() == hi && s.lo.Load() == lo {
+			return i
+		}
+	}
+}
+
 // Lookup returns the MAC for ip.
 func (n *Neighbors6) Lookup(ip *hdr.Addr6) ([6]byte, bool) {
 	if n == nil || *ip == (hdr.Addr6{}) {
 		return [6]byte{}, false
 	}
-	i := neigh6Hash(ip) & n.mask
-	for {
-		k := &n.keys[i]
-		if *k == *ip {
-			return n.macs[i], true
+	s := n.find(ip)
+	if s.state.Load() == 0 {
+		return [6]byte{}, false
+	}
+	if w := s.mac.Load(); w&macValid != 0 {
+		return unpackMAC(w), true
+	}
+	return [6]byte{}, false
+}
+
+// put is Neighbors.put for IPv6.
+func (n *Neighbors6) put(ip *hdr.Addr6, mac [6]byte) bool {
+	if *ip == (hdr.Addr6{}) {
+		return true
+	}
+	s := n.find(ip)
+	if s.state.Load() != 0 {
+		if s.mac.Swap(packMAC(mac))&macValid == 0 {
+			n.live.Add(1)
 		}
-		if *k == (hdr.Addr6{}) {
-			return [6]byte{}, false
-		}
-		i = (i + 1) & n.mask
+		return true
+	}
+	if 2*(n.used+1) > len(n.slots) {
+		return false
+	}
+	hi, lo := addr6Words(ip)
+	s.hi.Store(hi)
+	s.lo.Store(lo)
+	s.mac.Store(packMAC(mac))
+	s.state.Store(1) // publishes the slot
+	n.used++
+	n.live.Add(1)
+	return true
+}
+
+// set is Neighbors.set for IPv6.
+func (n *Neighbors6) set(ip hdr.Addr6, mac [6]byte) *Neighbors6 {
+	if n.put(&ip, mac) {
+		return n
+	}
+	m := n.Map()
+	t := newNeighbors6(len(m) + 1)
+	for a, mac := range m {
+		t.put(&a, mac)
+	}
+	t.put(&ip, mac)
+	return t
+}
+
+// del removes ip (writer only).
+func (n *Neighbors6) del(ip *hdr.Addr6) {
+	if *ip == (hdr.Addr6{}) {
+		return
+	}
+	if s := n.find(ip); s.state.Load() != 0 && s.mac.Swap(0)&macValid != 0 {
+		n.live.Add(-1)
 	}
 }
 
@@ -176,7 +342,7 @@ func (n *Neighbors6) Len() int {
 	if n == nil {
 		return 0
 	}
-	return n.count
+	return int(n.live.Load())
 }
 
 // Map returns a copy of the entries.
@@ -185,10 +351,47 @@ func (n *Neighbors6) Map() map[hdr.Addr6][6]byte {
 	if n == nil {
 		return m
 	}
-	for i, k := range n.keys {
-		if k != (hdr.Addr6{}) {
-			m[k] = n.macs[i]
+	for i := range n.slots {
+		s := &n.slots[i]
+		if s.state.Load() == 0 {
+			continue
+		}
+		if w := s.mac.Load(); w&macValid != 0 {
+			var a hdr.Addr6
+			binary.LittleEndian.PutUint64(a[:8], s.hi.Load())
+			binary.LittleEndian.PutUint64(a[8:], s.lo.Load())
+			m[a] = unpackMAC(w)
 		}
 	}
 	return m
 }
+
+// SetNeighbor6 adds or replaces an IPv6 LAN neighbour.
+func (e *Engine) SetNeighbor6(ip hdr.Addr6, mac [6]byte) {
+	e.neighMu.Lock()
+	defer e.neighMu.Unlock()
+	n := e.neighbors6.Load()
+	if t := n.set(ip, mac); t != n {
+		e.neighbors6.Store(t)
+	}
+}
+
+// SetNeighbors6 replaces the whole IPv6 neighbour table.
+func (e *Engine) SetNeighbors6(m map[hdr.Addr6][6]byte) {
+	e.neighMu.Lock()
+	defer e.neighMu.Unlock()
+	e.neighbors6.Store(NewNeighbors6(m))
+}
+
+// DeleteNeighbors6 removes IPv6 neighbours.
+func (e *Engine) DeleteNeighbors6(ips []hdr.Addr6) {
+	e.neighMu.Lock()
+	defer e.neighMu.Unlock()
+	n := e.neighbors6.Load()
+	for i := range ips {
+		n.del(&ips[i])
+	}
+}
+
+// Neighbors6 returns the current IPv6 neighbour table.
+func (e *Engine) Neighbors6() *Neighbors6 { return e.neighbors6.Load() }
