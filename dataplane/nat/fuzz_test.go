@@ -78,10 +78,11 @@ func fuzzTable(tb testing.TB) *Table {
 }
 
 // checkInvariants verifies the table's internal consistency: counters,
-// reference counts, port arrays and probe reachability.
+// reference counts, port arrays, probe reachability and the forward
+// states' bound.
 func checkInvariants(tb testing.TB, tab *Table) {
 	tb.Helper()
-	used, flows, maps := 0, 0, 0
+	used, flows, maps, fwds := 0, 0, 0, 0
 	for i := range tab.slots {
 		e := &tab.slots[i]
 		if e.meta == 0 {
@@ -98,6 +99,15 @@ func checkInvariants(tb testing.TB, tab *Table) {
 			if m < 0 || tab.slots[m].ext != e.ext {
 				tb.Fatalf("flow %d without its mapping", i)
 			}
+		case kindFwd:
+			fwds++
+			pi := int(e.meta & 0xf)
+			if j := tab.findFwd(pi, e.lan, e.lport, e.rem, e.rport); j != i {
+				tb.Fatalf("forward state at %d found at %d", i, j)
+			}
+			if f := tab.fwdByLAN(pi, e.lan, e.lport); f == nil || f.ExtPort != e.ext || f.Worker != tab.cfg.Worker {
+				tb.Fatalf("forward state %d of no forward of this worker", i)
+			}
 		case kindMap:
 			maps++
 			if tab.ports[e.meta&0xf][uint32(e.ext)-tab.lo] != uint32(i)+1 {
@@ -105,8 +115,13 @@ func checkInvariants(tb testing.TB, tab *Table) {
 			}
 		}
 	}
-	if used != tab.used || uint64(flows) != tab.stats.Entries || uint64(maps) != tab.stats.Mappings {
-		tb.Fatalf("used %d/%d flows %d/%d maps %d/%d", used, tab.used, flows, tab.stats.Entries, maps, tab.stats.Mappings)
+	if used != tab.used || uint64(flows+fwds) != tab.stats.Entries || uint64(maps) != tab.stats.Mappings ||
+		uint64(fwds) != tab.stats.Forwards {
+		tb.Fatalf("used %d/%d flows+forward states %d+%d/%d maps %d/%d forward states %d", used, tab.used,
+			flows, fwds, tab.stats.Entries, maps, tab.stats.Mappings, tab.stats.Forwards)
+	}
+	if fwds > tab.fwdMax || used > tab.cfg.Capacity {
+		tb.Fatalf("forward states %d (max %d), slots %d of %d", fwds, tab.fwdMax, used, tab.cfg.Capacity)
 	}
 }
 

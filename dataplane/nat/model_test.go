@@ -48,6 +48,12 @@ type model struct {
 	to      [4]uint32
 	maps    map[mEP]uint16
 	flows   map[mKey]*mFlow
+	// fconns are the forward states: keyed by the forward's LAN endpoint
+	// and a remote endpoint the forwarded endpoint sent to via the WAN.
+	fconns map[mKey]*mFlow
+	// untracked counts forward packets that found the forward share or
+	// the table full (coverage only).
+	untracked int
 }
 
 type result struct {
@@ -60,7 +66,8 @@ type result struct {
 func newModel(cfg Config, ranges []Range) *model {
 	return &model{pub: cfg.PublicAddr, lan: cfg.LANAddr, lanBits: cfg.LANBits, ranges: ranges, fwds: cfg.Forwards,
 		local: cfg.LocalPorts, adf: cfg.Filtering == AddressDependent, cap: cfg.Capacity, perHost: cfg.MaxPerHost,
-		to: [4]uint32{300, 7440, 240, 60}, maps: map[mEP]uint16{}, flows: map[mKey]*mFlow{}}
+		to: [4]uint32{300, 7440, 240, 60}, maps: map[mEP]uint16{}, flows: map[mKey]*mFlow{},
+		fconns: map[mKey]*mFlow{}}
 }
 
 func mPI(proto uint8) int {
@@ -115,11 +122,17 @@ func (m *model) mappingAt(pi int, p uint16) (mEP, bool) {
 	return mEP{}, false
 }
 
-// expire removes dead flows, then mappings without flows.
+// expire removes dead flows and forward states, then mappings without
+// flows.
 func (m *model) expire(s uint32) {
 	for k, f := range m.flows {
 		if int32(s-f.exp) > 0 {
 			delete(m.flows, k)
+		}
+	}
+	for k, f := range m.fconns {
+		if int32(s-f.exp) > 0 {
+			delete(m.fconns, k)
 		}
 	}
 	for ep := range m.maps {
@@ -135,10 +148,22 @@ func (m *model) expire(s uint32) {
 	}
 }
 
-// slots counts worker w's table slots: flows, mappings, hosts, ADF
-// permissions.
-func (m *model) slots(w int) int {
+// fwdConns counts the forward states of worker w (those of the forwards
+// it owns).
+func (m *model) fwdConns(w int) int {
 	n := 0
+	for k := range m.fconns {
+		if m.fwdLAN(k.pi, k.lan, k.lport).Worker == w {
+			n++
+		}
+	}
+	return n
+}
+
+// slots counts worker w's table slots: flows, mappings, hosts, ADF
+// permissions, forward states.
+func (m *model) slots(w int) int {
+	n := m.fwdConns(w)
 	hosts := map[uint32]bool{}
 	perms := map[[4]uint32]bool{}
 	for k := range m.flows {
@@ -249,6 +274,24 @@ func (m *model) outbound(tu tuple, s uint32) result {
 	o.src = m.pub
 	if f := m.fwdLAN(pi, tu.src, tu.sport); f != nil {
 		o.sport = f.ExtPort
+		// Through the WAN (not a reflection answer): the forward's worker
+		// tracks the remote, within a quarter of its capacity (at least
+		// one) and its free slots; a lone RST creates nothing.
+		if target < 0 {
+			k := mKey{pi, tu.src, tu.sport, tu.dst, tu.dport}
+			fl := m.fconns[k]
+			if fl == nil && !(pi == 0 && tu.flags&hdr.TCPRst != 0) {
+				if m.fwdConns(f.Worker) < max(1, m.cap/4) && m.slots(f.Worker) < m.cap {
+					fl = &mFlow{ext: f.ExtPort}
+					m.fconns[k] = fl
+				} else {
+					m.untracked++
+				}
+			}
+			if fl != nil {
+				m.touch(fl, pi, tu.flags, true, s)
+			}
+		}
 	} else {
 		k := mKey{pi, tu.src, tu.sport, tu.dst, tu.dport}
 		fl := m.flows[k]
@@ -323,6 +366,9 @@ func (m *model) inboundL4(tu tuple, s uint32) result {
 	pi := mPI(tu.proto)
 	o := tu
 	if f := m.fwdExt(pi, tu.dport); f != nil {
+		if fl := m.fconns[mKey{pi, f.LANAddr, f.LANPort, tu.src, tu.sport}]; fl != nil {
+			m.touch(fl, pi, tu.flags, false, s)
+		}
 		o.dst, o.dport = f.LANAddr, f.LANPort
 		return result{v: Pass, out: o}
 	}
@@ -396,6 +442,10 @@ func (m *model) errorIn(outer, q tuple) result {
 	}
 	nq := q
 	if f := m.fwdExt(pi, q.sport); f != nil {
+		// Only about a packet the forwarded server sent to that remote.
+		if m.fconns[mKey{pi, f.LANAddr, f.LANPort, q.dst, q.dport}] == nil {
+			return drop(ReasonNoState)
+		}
 		nq.src, nq.sport = f.LANAddr, f.LANPort
 	} else {
 		ep, ok := m.mappingAt(pi, q.sport)
@@ -508,6 +558,10 @@ func TestDifferential(t *testing.T) {
 	if cov.icmpPass == 0 {
 		t.Error("no ICMP error translated")
 	}
+	if cov.fwdICMPPass == 0 || cov.fwdICMPDrop == 0 || cov.fwdUntracked == 0 {
+		t.Errorf("forward states: ICMP errors passed %d, dropped %d, packets untracked %d",
+			cov.fwdICMPPass, cov.fwdICMPDrop, cov.fwdUntracked)
+	}
 }
 
 // coverage counts the model's outcomes over all runs.
@@ -515,6 +569,9 @@ type coverage struct {
 	verdicts [Local + 1]int
 	reasons  [NumReasons]int
 	icmpPass int
+	// ICMP errors quoting a forward's port that the model passed or
+	// dropped, and forward packets it left untracked.
+	fwdICMPPass, fwdICMPDrop, fwdUntracked int
 }
 
 func differential(t *testing.T, rng *rand.Rand, w *workers, m *model, steps int, cov *coverage) {
@@ -567,6 +624,10 @@ func differential(t *testing.T, rng *rand.Rand, w *workers, m *model, steps int,
 			if pick(5) == 0 {
 				tu.dst, tu.dport = pubA, extPort()
 			}
+			if len(m.fwds) > 0 && pick(5) == 0 { // the forwarded server
+				f := m.fwds[pick(len(m.fwds))]
+				tu.proto, tu.src, tu.sport = f.Proto, f.LANAddr, f.LANPort
+			}
 			switch tu.proto {
 			case hdr.ProtoTCP:
 				tu.flags = flagSet[pick(len(flagSet))]
@@ -600,6 +661,11 @@ func differential(t *testing.T, rng *rand.Rand, w *workers, m *model, steps int,
 			want = m.inbound(tu, s)
 		case op == 8: // WAN ICMP error quoting one of our packets
 			q := tuple{proto: proto(), src: pubA, sport: extPort(), dst: remotes[pick(2)], dport: rports[pick(3)]}
+			fwdQuote := false
+			if len(m.fwds) > 0 && pick(3) == 0 { // about the forwarded server's packet
+				f := m.fwds[pick(len(m.fwds))]
+				q.proto, q.sport, fwdQuote = f.Proto, f.ExtPort, true
+			}
 			if q.proto == hdr.ProtoICMP {
 				q.icmp, q.dport = hdr.ICMPEcho, 0
 			} else if q.proto == hdr.ProtoTCP {
@@ -610,6 +676,11 @@ func differential(t *testing.T, rng *rand.Rand, w *workers, m *model, steps int,
 			b = buildICMPError(t, outer.src, outer.dst, hdr.ICMPTimeExceeded, 0, build(t, q))
 			got, _ = w.wan(b, now)
 			want = m.errorIn(outer, q)
+			if fwdQuote && want.v == Pass {
+				cov.fwdICMPPass++
+			} else if fwdQuote {
+				cov.fwdICMPDrop++
+			}
 		default: // LAN ICMP error quoting a packet it received
 			h := hosts[pick(3)]
 			q := tuple{proto: []uint8{hdr.ProtoUDP, hdr.ProtoTCP}[pick(2)], src: remotes[pick(2)], sport: rports[pick(3)], dst: h, dport: lports[pick(len(lports))]}
@@ -668,4 +739,5 @@ func differential(t *testing.T, rng *rand.Rand, w *workers, m *model, steps int,
 	for _, tab := range w.tabs {
 		checkInvariants(t, tab)
 	}
+	cov.fwdUntracked += m.untracked
 }

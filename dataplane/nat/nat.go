@@ -22,8 +22,13 @@
 //   - TCP state: SYN/established/FIN/RST, enough to choose the timer.
 //   - ICMP errors translated both ways, embedded IP + transport header and
 //     every checksum (incremental, RFC 1624).
-//   - Port forwards are static 1:1 mappings (stateless DNAT/SNAT); the
-//     forwarded LAN endpoint always leaves with the forward's external port.
+//   - Port forwards are static 1:1 mappings (DNAT/SNAT that needs no
+//     state); the forwarded LAN endpoint always leaves with the forward's
+//     external port. The forward's worker tracks, per remote endpoint, the
+//     connections the forwarded endpoint sends to through the WAN (flow
+//     timers and TCP state), and a WAN ICMP error quoting the forward
+//     passes only for a remote endpoint it tracks (RFC 5508 REQ-3/4).
+//     Forward state holds at most a quarter of Capacity.
 //   - Limits: Capacity (slots), MaxBytes and MaxPerHost. A flow that cannot
 //     be created gets Reject (ICMP administratively prohibited); existing
 //     flows are untouched.
@@ -39,8 +44,9 @@
 // deletion, no tombstones) of 20-byte pointer-free slots sized at New. A slot
 // is one of: a flow (5-tuple, external port, TCP state, expiry), a mapping
 // (LAN endpoint -> external port, with a flow reference count), an ADF
-// permission (LAN endpoint + remote address, only with ADF) or a per-host
-// flow counter. A new TCP connection usually uses two slots (mapping and
+// permission (LAN endpoint + remote address, only with ADF), a per-host
+// flow counter, or a forward state (a forward's LAN endpoint + remote
+// endpoint, TCP state, expiry; no references). A new TCP connection usually uses two slots (mapping and
 // flow); further flows of the same LAN socket use one. A per-port array
 // finds the mapping of an external port in O(1).
 //
@@ -65,7 +71,7 @@
 // checksum bad anyway.
 //
 // Expire sweeps at most budget slots per call from a cursor; lookups also
-// treat an expired flow as gone, so timers are exact whatever the sweep
+// treat an expired flow or forward state as gone, so timers are exact whatever the sweep
 // speed. A mapping lives until its last flow has been removed.
 package nat
 
@@ -257,13 +263,14 @@ func (r Reason) String() string {
 
 // Stats are per-table counters.
 type Stats struct {
-	Entries       uint64 // live flows (conntrack entries)
+	Entries       uint64 // live flows (conntrack entries), forward states included
+	Forwards      uint64 // live forward states (per remote of a port forward)
 	Mappings      uint64 // live dynamic mappings (external ports in use)
-	Slots         uint64 // used table slots (flows, mappings, permissions, host counters)
+	Slots         uint64 // used table slots (flows, mappings, permissions, host counters, forward states)
 	Capacity      uint64 // slot capacity
-	Allocations   uint64 // flows created
+	Allocations   uint64 // flows and forward states created
 	MappingAllocs uint64 // mappings (external ports) allocated
-	Expired       uint64 // flows removed by timeout
+	Expired       uint64 // flows and forward states removed by timeout
 	Flushes       uint64 // public address changes that flushed the table
 	Drops         uint64 // packets answered Drop (sum of drop reasons)
 	Rejects       uint64 // packets answered Reject
@@ -271,6 +278,10 @@ type Stats struct {
 	Hairpins      uint64
 	Locals        uint64
 	Reasons       [NumReasons]uint64 // drops and rejects by reason
+	// ForwardUntracked counts forward packets to a new remote that got no
+	// forward state (forward share or table full). They pass; ICMP errors
+	// quoting them are dropped.
+	ForwardUntracked uint64
 }
 
 // New returns a table.

@@ -14,6 +14,7 @@ const (
 	kindMap  = 2 << 4
 	kindPerm = 3 << 4
 	kindHost = 4 << 4
+	kindFwd  = 5 << 4 // connection state of a port forward (see trackFwd)
 	kindMask = 0xf0
 
 	piTCP  = 0
@@ -22,21 +23,27 @@ const (
 	numPI  = 3
 )
 
-// entry is one table slot (20 bytes, no pointers).
+// entry is one table slot (20 bytes, no pointers). A forward state (kindFwd)
+// is laid out like a flow: the forward's LAN endpoint, the remote endpoint,
+// the forward's ExtPort, TCP state and expiry.
 type entry struct {
 	lan   uint32 // LAN address
-	rem   uint32 // flow/perm: remote address; map: flow refcount; host: flow count
+	rem   uint32 // flow/fwd/perm: remote address; map: flow refcount; host: flow count
 	lport uint16 // LAN port / echo id (0 for host)
-	rport uint16 // flow: remote port; perm: flow refcount
-	ext   uint16 // flow/map: external port / echo id
+	rport uint16 // flow/fwd: remote port; perm: flow refcount
+	ext   uint16 // flow/fwd/map: external port / echo id
 	meta  uint8  // kind | protocol index; 0 = empty
-	state uint8  // flow: TCP state bits
-	exp   uint32 // flow: expiry in whole seconds (wrapping)
+	state uint8  // flow/fwd: TCP state bits
+	exp   uint32 // flow/fwd: expiry in whole seconds (wrapping)
 }
 
 const (
 	entrySize = 20
 	minSlots  = 16
+	// fwdShare: forward states hold at most Capacity/fwdShare slots
+	// (at least one), so that however many remotes a forwarded server
+	// answers, the LAN keeps the rest of the table.
+	fwdShare = 4
 	// portReserved marks a port of the range that is never allocated
 	// (forward or LocalPorts).
 	portReserved = ^uint32(0)
@@ -63,6 +70,8 @@ type Table struct {
 	mask  uint32
 	used  int
 	cur   uint32 // expiry sweep cursor
+	// fwdMax bounds the live forward states (stats.Forwards), see fwdShare.
+	fwdMax int
 
 	lo, span uint32
 	ports    [numPI][]uint32 // external port - lo -> mapping slot + 1 (0 free)
@@ -176,6 +185,7 @@ func (t *Table) alloc() {
 	t.slots = make([]entry, n)
 	t.mask = n - 1
 	t.stats.Capacity = uint64(t.cfg.Capacity)
+	t.fwdMax = max(1, t.cfg.Capacity/fwdShare)
 }
 
 func (t *Table) fixedBytes() int {
@@ -214,7 +224,7 @@ func (t *Table) SetPublicAddr(a uint32) {
 	t.used = 0
 	t.cur = 0
 	t.resetPorts()
-	t.stats.Entries, t.stats.Mappings, t.stats.Slots = 0, 0, 0
+	t.stats.Entries, t.stats.Mappings, t.stats.Slots, t.stats.Forwards = 0, 0, 0, 0
 	t.stats.Flushes++
 }
 
@@ -253,7 +263,7 @@ func (t *Table) hash(meta uint8, lan, rem uint32, lport, rport uint16) uint32 {
 
 func (t *Table) entryHash(e *entry) uint32 {
 	switch e.meta & kindMask {
-	case kindFlow:
+	case kindFlow, kindFwd:
 		return t.hash(e.meta, e.lan, e.rem, e.lport, e.rport)
 	case kindMap:
 		return t.hash(e.meta, e.lan, 0, e.lport, 0)
@@ -266,6 +276,23 @@ func (t *Table) entryHash(e *entry) uint32 {
 // findFlow returns the slot of flow (pi, lan, lport, rem, rport) or -1.
 func (t *Table) findFlow(pi int, lan uint32, lport uint16, rem uint32, rport uint16) int {
 	meta := uint8(kindFlow | pi)
+	i := t.hash(meta, lan, rem, lport, rport) & t.mask
+	for {
+		e := &t.slots[i]
+		if e.meta == meta && e.lan == lan && e.rem == rem && e.lport == lport && e.rport == rport {
+			return int(i)
+		}
+		if e.meta == 0 {
+			return -1
+		}
+		i = (i + 1) & t.mask
+	}
+}
+
+// findFwd returns the slot of the forward state (pi, lan, lport, rem,
+// rport) or -1; lan:lport is the forward's LAN endpoint.
+func (t *Table) findFwd(pi int, lan uint32, lport uint16, rem uint32, rport uint16) int {
+	meta := uint8(kindFwd | pi)
 	i := t.hash(meta, lan, rem, lport, rport) & t.mask
 	for {
 		e := &t.slots[i]
@@ -510,22 +537,89 @@ func (t *Table) delFlow(i uint32) {
 	}
 }
 
+// Forward states.
+//
+// A port forward is a static mapping, but an ICMP error quoting it must
+// still match a connection (RFC 5508 REQ-3/4, RFC 5382): otherwise anyone
+// can make the forwarded server drop or degrade its real connections with
+// a forged port unreachable or frag-needed quoting "public:ExtPort ->
+// R" for a remote R it never talked to. So the forward's worker keeps one
+// forward state (kindFwd) per remote endpoint the forwarded LAN endpoint
+// has sent to through the WAN: created by the server's first packet to
+// that remote (usually its answer), refreshed by packets both ways with
+// the flow timers and TCP state machine, and required by icmpErrorIn. A
+// forward's packets pass whether or not their state exists: state only
+// gates ICMP errors. Forward states hold no mapping, permission or host
+// counter reference (MaxPerHost does not count them), live within
+// Capacity, and are at most fwdMax: a flood the server answers can take
+// neither LAN-created state nor more than that share of the table; past
+// the share a new remote goes untracked (Stats.ForwardUntracked) and its
+// ICMP errors are dropped until an old state expires.
+
+// lookupFwd finds a live forward state; an expired one is removed and
+// reported absent.
+func (t *Table) lookupFwd(pi int, lan uint32, lport uint16, rem uint32, rport uint16, s uint32) int {
+	if t.stats.Forwards == 0 {
+		return -1
+	}
+	i := t.findFwd(pi, lan, lport, rem, rport)
+	if i >= 0 && expired(t.slots[i].exp, s) {
+		t.delFwd(uint32(i))
+		t.stats.Expired++
+		return -1
+	}
+	return i
+}
+
+// trackFwd creates or refreshes the state of forward f for a packet from
+// its LAN endpoint to remote rem:rport through the WAN. A TCP RST creates
+// none; a full share or table leaves the packet untracked.
+func (t *Table) trackFwd(f *Forward, pi int, rem uint32, rport uint16, flags uint8, s uint32) {
+	i := t.lookupFwd(pi, f.LANAddr, f.LANPort, rem, rport, s)
+	if i < 0 {
+		if pi == piTCP && flags&hdr.TCPRst != 0 {
+			return
+		}
+		if int(t.stats.Forwards) >= t.fwdMax || t.used >= t.cfg.Capacity {
+			t.stats.ForwardUntracked++
+			return
+		}
+		i = t.insert(entry{meta: uint8(kindFwd | pi), lan: f.LANAddr, lport: f.LANPort, rem: rem, rport: rport, ext: f.ExtPort})
+		t.stats.Entries++
+		t.stats.Forwards++
+		t.stats.Allocations++
+	}
+	t.touch(&t.slots[i], pi, flags, true, s)
+}
+
+// delFwd removes forward state slot i.
+func (t *Table) delFwd(i uint32) {
+	t.del(i)
+	t.stats.Entries--
+	t.stats.Forwards--
+}
+
 // Expire runs an incremental expiry step visiting at most budget slots
-// from a cursor and removing the flows whose timer ran out at now. It
-// returns the number of flows removed.
+// from a cursor and removing the flows and forward states whose timer ran
+// out at now. It returns the number removed.
 func (t *Table) Expire(now int64, budget int) int {
 	s := nowSec(now)
 	n := 0
 	slots, mask, cur := t.slots, t.mask, t.cur
 	for ; budget > 0; budget-- {
 		e := &slots[cur&mask]
-		if e.meta&kindMask != kindFlow || !expired(e.exp, s) {
+		k := e.meta & kindMask
+		if (k != kindFlow && k != kindFwd) || !expired(e.exp, s) {
 			cur++
 			continue
 		}
 		// Backward shift may move another entry into this slot: look
 		// at it again on the next step.
-		t.delFlow(cur & mask)
+		if k == kindFlow {
+			t.delFlow(cur & mask)
+		} else {
+			t.delFwd(cur & mask)
+		}
 		n++
 	}
 	t.cur = cur & mask

@@ -212,6 +212,11 @@ func (t *Table) Outbound(ip []byte, now int64) Verdict {
 		if f.Worker != t.cfg.Worker {
 			return t.redirectTo(f.Worker)
 		}
+		// A hairpinned packet never crosses the WAN: no ICMP error
+		// from there can quote it.
+		if target < 0 {
+			t.trackFwd(f, p.pi, p.dst, p.dport, p.flags, s)
+		}
 		t.snat(&p, f.ExtPort)
 	} else {
 		if w := t.endpointOwner(p.pi, p.src, p.sport); w != t.cfg.Worker {
@@ -317,6 +322,11 @@ func (t *Table) inboundL4(p *pkt, s uint32) Verdict {
 		if f.Worker != t.cfg.Worker {
 			return t.drop(ReasonNotOwner)
 		}
+		// The state only refreshes here (it tells ICMP errors which
+		// remotes the server talks to); the packet passes either way.
+		if i := t.lookupFwd(p.pi, f.LANAddr, f.LANPort, p.src, p.sport, s); i >= 0 {
+			t.touch(&t.slots[i], p.pi, p.flags, false, s)
+		}
 		t.dnat(p, f.LANAddr, f.LANPort)
 		return Pass
 	}
@@ -406,7 +416,8 @@ func parseInner(ic []byte, in *inner) (Reason, bool) {
 	return 0, true
 }
 
-// icmpErrorIn translates a WAN ICMP error about a packet the NAT sent out:
+// icmpErrorIn translates a WAN ICMP error about a packet the NAT sent out
+// (a live flow, or a live forward state for a forward's port):
 // outer destination, embedded source address and port/id, and the embedded
 // IP, embedded transport and ICMP checksums.
 func (t *Table) icmpErrorIn(p *pkt, s uint32) Verdict {
@@ -427,6 +438,10 @@ func (t *Table) icmpErrorIn(p *pkt, s uint32) Verdict {
 			return t.drop(ReasonNotOwner)
 		}
 		lan, lport = f.LANAddr, f.LANPort
+		// The quote must be a packet the server sent to that remote.
+		if t.lookupFwd(in.pi, lan, lport, in.dst, in.dp, s) < 0 {
+			return t.drop(ReasonNoState)
+		}
 	} else {
 		idx := uint32(in.sp) - t.lo
 		if idx >= t.span {
