@@ -112,6 +112,7 @@ func NewControl(e *Engine, cfg ControlConfig) *Control {
 	c.v6.ra.setDefaults(true)
 	c.v6.nsLimit = newTokenBucket(NSRate, NSRate)
 	c.v6.rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x70707066))
+	c.v6.srcSeed = c.v6.rand.Uint64()
 	if cfg.Host != nil {
 		c.hostRx = nic.NewFrames(32)
 		c.hostTx = nic.NewFrames(1)

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"sync"
@@ -84,6 +85,10 @@ type ControlStats6 struct {
 	EchoReplies uint64 `json:"echo_replies"`
 	ToWAN6      uint64 `json:"wan6_delivered"` // IPv6 from the session handed to WAN6 (DHCPv6)
 	Invalid     uint64 `json:"invalid"`        // ND/ICMPv6 that failed RFC 4861/4443 checks
+	// SourceLimited: packets from the session for a LAN address not yet
+	// resolved that were dropped because their source (its /64) asked
+	// for too many new addresses (srcRate).
+	SourceLimited uint64 `json:"source_limited"`
 }
 
 type control6 struct {
@@ -102,11 +107,42 @@ type control6 struct {
 	seen      map[hdr.Addr6]time.Time
 	lastSweep time.Time
 	// seen4: the same for IPv4 neighbours and ARP.
-	seen4 map[uint32]time.Time
-	rand  *rand.Rand
-	buf   []byte
+	seen4   map[uint32]time.Time
+	rand    *rand.Rand
+	srcSeed uint64 // keys srcLimit's buckets: an outsider cannot aim at one
+	buf     []byte
 
-	nsReplies, nsSent, learned, raSent, rsRecv, echo, toWAN6, invalid atomic.Uint64
+	// srcLimit bounds, per remote /64 (hashed into srcBuckets buckets),
+	// the new LAN addresses the session's packets make the router hold
+	// frames for and solicit (srcMu).
+	srcMu    sync.Mutex
+	srcLimit [srcBuckets]tokenBucket
+
+	nsReplies, nsSent, learned, raSent, rsRecv, echo, toWAN6, invalid, srcLimited atomic.Uint64
+}
+
+// Per-source limits on resolving new LAN addresses: a remote sending to
+// random addresses of the LAN /64 (echo requests pass the firewall) takes
+// at most srcBurst hold slots and solicitations at once and srcRate more
+// a second, whatever the global NSRate and HoldHosts leave.
+const (
+	srcBuckets = 256
+	srcRate    = 4
+	srcBurst   = 8
+)
+
+// sourceAllowed reports whether src (its /64) may make the router
+// resolve one more new LAN address now.
+func (v *control6) sourceAllowed(src *hdr.Addr6, now time.Time) bool {
+	i := mix64(binary.LittleEndian.Uint64(src[:8])^v.srcSeed) % srcBuckets
+	v.srcMu.Lock()
+	defer v.srcMu.Unlock()
+	b := &v.srcLimit[i]
+	if b.burst == 0 {
+		*b = newTokenBucket(srcRate, srcBurst)
+		b.last = now.UnixNano()
+	}
+	return b.allow(now.UnixNano())
 }
 
 type oldPrefix struct {
@@ -129,7 +165,7 @@ func (c *Control) Stats6() ControlStats6 {
 	v := &c.v6
 	return ControlStats6{NSReplies: v.nsReplies.Load(), NSSent: v.nsSent.Load(), Learned: v.learned.Load(),
 		RASent: v.raSent.Load(), RSReceived: v.rsRecv.Load(), EchoReplies: v.echo.Load(),
-		ToWAN6: v.toWAN6.Load(), Invalid: v.invalid.Load()}
+		ToWAN6: v.toWAN6.Load(), Invalid: v.invalid.Load(), SourceLimited: v.srcLimited.Load()}
 }
 
 // advertise sends the periodic RA when it is due, or at once when the
@@ -379,8 +415,14 @@ func (c *Control) unresolved6(b []byte) {
 		c.stats.ignored.Add(1)
 		return
 	}
-	dst := hdr.IPv6(b[hdr.EthernetLen:]).Dst()
-	if !c.hold6.add(dst, b, time.Now()) {
+	ip := hdr.IPv6(b[hdr.EthernetLen:])
+	dst, now := ip.Dst(), time.Now()
+	l6, src := c.e.LAN6(), ip.Src()
+	if (l6 == nil || !l6.Contains(&src)) && !c.hold6.waiting(dst) && !c.v6.sourceAllowed(&src, now) {
+		c.v6.srcLimited.Add(1)
+		return
+	}
+	if !c.hold6.add(dst, b, now) {
 		return // HoldHosts addresses wait already: no more solicitations
 	}
 	c.resolve6(dst)

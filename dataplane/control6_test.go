@@ -377,3 +377,42 @@ func TestControl6NeighborsAge(t *testing.T) {
 		t.Fatal("a neighbour outside the new prefix kept")
 	}
 }
+
+// TestControl6ScanLimitedPerSource: one remote scanning random addresses
+// of the LAN /64 holds frames for, and solicits, at most srcBurst of
+// them at once (counted as source_limited), so the hold queue keeps room
+// and the solicitation budget stays for everyone else: a second remote's
+// packet to a quiet LAN host right after is held and its host solicited.
+func TestControl6ScanLimitedPerSource(t *testing.T) {
+	r := newCtl6Rig(t, true)
+	for i := 0; i < 200; i++ {
+		dst := lan6Prefix
+		dst[13], dst[14], dst[15] = 0x5c, byte(i>>8), byte(i)
+		for !r.wan.Inject(0, wanFrame6(t, pkt6{src: remote6IP, dst: dst, proto: layers.IPProtocolICMPv6, echoType: hdr.ICMP6EchoRequest})) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor(t, "the scan handled", 5*time.Second, func() bool { return r.ctl.Stats6().SourceLimited+uint64(r.ctl.Stats().Held) >= 200 })
+	st := r.ctl.Stats()
+	if st.HeldWaiting > srcBurst+srcRate {
+		t.Errorf("one remote holds frames for %d addresses, want at most %d", st.HeldWaiting, srcBurst+srcRate)
+	}
+	if l := r.ctl.Stats6().SourceLimited; l < 200-srcBurst-2*srcRate {
+		t.Errorf("source_limited %d of 200", l)
+	}
+	other := remote6IP
+	other[7] ^= 1 // another /64
+	quiet := lan6Prefix
+	quiet[15] = 0x77
+	r.lan.Drain(0, func([]byte) {})
+	r.wan.Inject(0, wanFrame6(t, pkt6{src: other, dst: quiet, proto: layers.IPProtocolICMPv6, echoType: hdr.ICMP6EchoRequest}))
+	waitFor(t, "the other remote's host solicited", 5*time.Second, func() bool {
+		found := false
+		r.lan.Drain(0, func(b []byte) {
+			if m, err := ndp.Parse(b); err == nil && m.Type == hdr.ICMP6NeighborSol && m.Target == quiet {
+				found = true
+			}
+		})
+		return found
+	})
+}

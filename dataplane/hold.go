@@ -72,6 +72,14 @@ func (h *holdQueue[K]) add(ip K, frame []byte, now time.Time) bool {
 	return true
 }
 
+// waiting reports whether frames for ip are held already.
+func (h *holdQueue[K]) waiting(ip K) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.m[ip]
+	return ok
+}
+
 // expire gives up the frames of addresses that waited longer than
 // HoldTimeout.
 func (h *holdQueue[K]) expire(now time.Time) {
