@@ -25,6 +25,14 @@ func TestAllocs(t *testing.T) {
 	tab.Outbound(sent, 0)
 	icmpIn := buildICMPError(t, srv1, pubA, hdr.ICMPDestUnreach, hdr.ICMPCodeFragNeeded, sent)
 	hp := build(t, tuple{proto: hdr.ProtoTCP, src: hostB, sport: 1234, dst: pubA, dport: 40000, flags: hdr.TCPSyn})
+	// The forwarded server answers srv1:9: a forward state that the
+	// forward's inbound packets refresh and its ICMP errors need.
+	outFwd := build(t, tuple{proto: hdr.ProtoTCP, src: hostC, sport: 443, dst: srv1, dport: 9, flags: hdr.TCPSyn | hdr.TCPAck})
+	mustVerdict(t, tab.Outbound(append([]byte(nil), outFwd...), 0), Pass, tab)
+	icmpInFwd := buildICMPError(t, srv1, pubA, hdr.ICMPDestUnreach, hdr.ICMPCodeFragNeeded,
+		build(t, tuple{proto: hdr.ProtoTCP, src: pubA, sport: 443, dst: srv1, dport: 9, flags: hdr.TCPSyn | hdr.TCPAck}))
+	icmpInFwdStray := buildICMPError(t, srv2, pubA, hdr.ICMPDestUnreach, hdr.ICMPCodePortUnreach,
+		build(t, tuple{proto: hdr.ProtoTCP, src: pubA, sport: 443, dst: srv2, dport: 9, flags: hdr.TCPSyn | hdr.TCPAck}))
 	buf := make([]byte, 2048)
 	run := func(name string, pkt []byte, f func([]byte, int64) Verdict) {
 		if n := testing.AllocsPerRun(200, func() {
@@ -41,6 +49,11 @@ func TestAllocs(t *testing.T) {
 	run("inbound drop", inDrop, tab.Inbound)
 	run("icmp error in", icmpIn, tab.Inbound)
 	run("hairpin", hp, tab.Outbound)
+	run("outbound forward", outFwd, tab.Outbound)
+	run("icmp error in, forward", icmpInFwd, tab.Inbound)
+	run("icmp error in, forward, untracked remote", icmpInFwdStray, tab.Inbound)
+	mustVerdict(t, tab.Inbound(append([]byte(nil), icmpInFwd...), sec), Pass, tab)
+	mustVerdict(t, tab.Inbound(append([]byte(nil), icmpInFwdStray...), sec), Drop, tab)
 	p := uint16(0)
 	newFlow := append([]byte(nil), outT...)
 	if n := testing.AllocsPerRun(200, func() {
@@ -50,6 +63,14 @@ func TestAllocs(t *testing.T) {
 		tab.Outbound(buf[:len(newFlow)], sec)
 	}); n != 0 {
 		t.Errorf("new flow: %v allocs", n)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		p++
+		copy(buf, outFwd)
+		buf[22], buf[23] = byte(p>>8), byte(p) // the remote port
+		tab.Outbound(buf[:len(outFwd)], sec)
+	}); n != 0 {
+		t.Errorf("new forward state: %v allocs", n)
 	}
 	now := int64(0)
 	if n := testing.AllocsPerRun(200, func() {
@@ -71,6 +92,7 @@ func fuzzTable(tb testing.TB) *Table {
 		{proto: hdr.ProtoUDP, src: hostA, sport: 1030, dst: srv1, dport: 53},
 		{proto: hdr.ProtoTCP, src: hostA, sport: 1031, dst: srv1, dport: 80, flags: hdr.TCPSyn},
 		{proto: hdr.ProtoICMP, icmp: hdr.ICMPEcho, src: hostA, sport: 1032, dst: srv1},
+		{proto: hdr.ProtoUDP, src: hostC, sport: 53, dst: srv1, dport: 5000}, // a forward state
 	} {
 		mustVerdict(tb, tab.Outbound(build(tb, tu), 0), Pass, tab)
 	}
@@ -148,6 +170,8 @@ func FuzzInbound(f *testing.F) {
 	f.Add(build(f, tuple{proto: hdr.ProtoTCP, src: srv1, sport: 80, dst: pubA, dport: 1031, flags: hdr.TCPAck}))
 	f.Add(build(f, tuple{proto: hdr.ProtoICMP, icmp: hdr.ICMPEchoReply, src: srv1, sport: 1032, dst: pubA}))
 	f.Add(buildICMPError(f, srv1, pubA, 11, 0, build(f, tuple{proto: hdr.ProtoTCP, src: pubA, sport: 1031, dst: srv1, dport: 80})))
+	f.Add(buildICMPError(f, srv1, pubA, 3, 4, build(f, tuple{proto: hdr.ProtoUDP, src: pubA, sport: 53, dst: srv1, dport: 5000})))
+	f.Add(build(f, tuple{proto: hdr.ProtoUDP, src: srv1, sport: 5000, dst: pubA, dport: 53}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tab := fuzzTable(t)
 		buf := append([]byte(nil), b...)
@@ -169,6 +193,7 @@ func FuzzICMPError(f *testing.F) {
 	f.Add(uint8(3), build(f, tuple{proto: hdr.ProtoUDP, src: pubA, sport: 1030, dst: srv1, dport: 53}), false)
 	f.Add(uint8(11), build(f, tuple{proto: hdr.ProtoTCP, src: pubA, sport: 1031, dst: srv1, dport: 80})[:28], false)
 	f.Add(uint8(3), build(f, tuple{proto: hdr.ProtoICMP, icmp: hdr.ICMPEcho, src: pubA, sport: 1032, dst: srv1}), false)
+	f.Add(uint8(3), build(f, tuple{proto: hdr.ProtoUDP, src: pubA, sport: 53, dst: srv1, dport: 5000}), false)
 	f.Add(uint8(3), build(f, tuple{proto: hdr.ProtoUDP, src: srv1, sport: 53, dst: hostA, dport: 1030}), true)
 	f.Add(uint8(12), build(f, tuple{proto: hdr.ProtoTCP, src: srv1, sport: 80, dst: hostA, dport: 1031}), true)
 	f.Fuzz(func(t *testing.T, typ uint8, quote []byte, outbound bool) {
