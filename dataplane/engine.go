@@ -119,6 +119,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Steer == SteerInline {
 		e.steer.c = &e.workers[0].c
 	}
+	for _, w := range e.workers {
+		e.steer.seen = append(e.steer.seen, &w.fragsSeen)
+	}
 	return e, nil
 }
 

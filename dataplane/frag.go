@@ -1,6 +1,10 @@
 package dataplane
 
-import "github.com/pppfwd/pppfwd/dataplane/hdr"
+import (
+	"sync/atomic"
+
+	"github.com/pppfwd/pppfwd/dataplane/hdr"
+)
 
 // IPv4 fragments cross the NAT without reassembly. The first fragment of a
 // datagram carries its ports and is translated like any packet (its
@@ -8,9 +12,14 @@ import "github.com/pppfwd/pppfwd/dataplane/hdr"
 // incrementally). Later fragments carry only the IP header:
 //   - uplink, they need only the public source address, so any worker
 //     forwards them without state;
-//   - downlink, the steerer remembers which worker took each datagram's
-//     first fragment, and that worker which LAN host it was for, keyed by
-//     (source, IP id, protocol) for fragTimeout. A later fragment that
+//   - downlink, the worker that took a datagram's first fragment
+//     remembers, once the NAT let it in, which LAN host it was for, keyed
+//     by (source, IP id, protocol) for fragTimeout, and publishes that it
+//     holds the datagram (fragSeen) for the steerer to send the later
+//     fragments there. Only datagrams the NAT let in are published, so a
+//     flood of first fragments cannot displace them; the steerer's own
+//     table of where it sent first fragments serves the later fragments
+//     that arrive before the worker has published (the same batch). A later fragment that
 //     arrives before its first one, or after the timeout, is dropped and
 //     counted (DropFragment), as is a later TCP fragment at offset 8
 //     (RFC 1858).
@@ -77,4 +86,47 @@ func laterFragment(ip hdr.IPv4) bool { return ip.FragOffset() != 0 }
 // (RFC 1858 section 3.2: drop it).
 func overlapsTCPHeader(ip hdr.IPv4) bool {
 	return ip.FragOffset() == 8 && ip.Protocol() == hdr.ProtoTCP
+}
+
+// fragSeen is one worker's published set of downlink datagrams whose first
+// fragment the NAT let in: written by the worker, read by the steerer.
+// A slot is rewritten key first (to 0), then its deadline, then its key:
+// a reader that sees the same key before and after reading the deadline
+// has that key's deadline.
+type fragSeen struct {
+	e [fragSlots]fragSeenSlot
+}
+
+type fragSeenSlot struct {
+	key   atomic.Uint64
+	until atomic.Int64
+}
+
+func fragSeenKey(ip hdr.IPv4) (uint64, int) {
+	src, id, proto := ip.Src(), ip.ID(), ip.Protocol()
+	return uint64(src)<<32 | uint64(id)<<16 | uint64(proto)<<8 | 1, fragSlot(src, id, proto)
+}
+
+// put publishes ip's datagram until until (steering clock).
+func (t *fragSeen) put(ip hdr.IPv4, until int64) {
+	k, i := fragSeenKey(ip)
+	s := &t.e[i]
+	if s.key.Load() == k {
+		s.until.Store(until)
+		return
+	}
+	s.key.Store(0)
+	s.until.Store(until)
+	s.key.Store(k)
+}
+
+// has reports whether ip's datagram is published and not past its time.
+func (t *fragSeen) has(ip hdr.IPv4, now int64) bool {
+	k, i := fragSeenKey(ip)
+	s := &t.e[i]
+	if s.key.Load() != k {
+		return false
+	}
+	u := s.until.Load()
+	return s.key.Load() == k && u >= now
 }

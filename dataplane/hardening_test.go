@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -301,5 +302,53 @@ func TestNeighborsConcurrentReaders(t *testing.T) {
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFragmentFloodKeepsDatagrams: a flood of first fragments the NAT
+// refuses (random sources and ids, unmapped ports) cannot displace where
+// a real datagram's later fragments go: steering sends them to the
+// worker whose NAT let the first fragment in.
+func TestFragmentFloodKeepsDatagrams(t *testing.T) {
+	r := newRig(t, 2, nil)
+	// A flow whose mapping worker 1 owns.
+	var ext uint16
+	for sport := uint16(6000); ; sport++ {
+		p := pkt{src: hostIP, dst: remoteIP, sport: sport, dport: 5060, proto: layers.IPProtocolUDP, payload: 20}
+		r.lan.Inject(int(sport%2), lanFrame(t, p))
+		r.step()
+		out := r.drainWAN()
+		if len(out) != 1 {
+			t.Fatalf("%d uplink frames; drops %v", len(out), r.e.Totals().DropMap())
+		}
+		if ext = be16(pppoePayload(t, out[0])[20:]); r.e.Owner()[ext] == 1 {
+			break
+		}
+	}
+	data := bytes.Repeat([]byte{0x5a}, 3000)
+	frags := fragmentIPv4(t, bigUDP(t, remoteIP, pubIP, 5060, ext, 0x4343, data), 1472)
+	r.wan.Inject(0, wanIPFrame(t, frags[0]))
+	r.step()
+	// The flood: first fragments to unmapped ports, 16 to a batch.
+	rnd := uint32(1)
+	for i := 0; i < 20000; i++ {
+		rnd = rnd*1664525 + 1013904223
+		src := ip4(198, 18, byte(rnd>>24), byte(rnd>>16))
+		f := fragmentIPv4(t, bigUDP(t, src, pubIP, 53, uint16(rnd), uint16(rnd>>8), data[:1600]), 1472)[0]
+		r.wan.Inject(0, wanIPFrame(t, f))
+		if i%16 == 15 {
+			r.step()
+		}
+	}
+	r.step()
+	r.drainLAN()
+	for _, f := range frags[1:] {
+		r.wan.Inject(0, wanIPFrame(t, f))
+	}
+	r.step()
+	r.step()
+	if got := len(r.drainLAN()); got != len(frags)-1 {
+		t.Fatalf("%d of the datagram's %d later fragments reached the host after the flood (drops %v)",
+			got, len(frags)-1, r.e.Totals().DropMap())
 	}
 }

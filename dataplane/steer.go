@@ -130,7 +130,8 @@ type steerer struct {
 	clock     func() int64
 	rearm     []*nic.Frame
 	minFree   int
-	frags     fragTable // datagram -> worker of its first fragment
+	frags     fragTable   // datagram -> worker its first fragment was sent to
+	seen      []*fragSeen // per worker: datagrams the NAT let in
 }
 
 func newSteerer(e *Engine, c *Counters) *steerer {
@@ -308,6 +309,11 @@ func (s *steerer) steerFragment(b []byte, w int, now int64) int {
 		w &^= steerFirst
 		s.frags.put(ip, uint32(w), now)
 		return w
+	}
+	for k, t := range s.seen {
+		if t.has(ip, now) {
+			return k
+		}
 	}
 	if k, ok := s.frags.get(ip, now); ok && int(k) < len(s.links) {
 		return int(k)

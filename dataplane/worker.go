@@ -56,6 +56,8 @@ type Worker struct {
 	// frags maps downlink datagrams to the LAN host their first fragment
 	// was translated for (frag.go).
 	frags fragTable
+	// fragsSeen publishes those datagrams to the steerer.
+	fragsSeen fragSeen
 	// fw6 is the IPv6 firewall state of the flows this worker owns.
 	fw6 fw6Table
 
@@ -733,6 +735,7 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 	}
 	if first {
 		w.frags.put(ip, ip.Dst(), w.now) // the LAN host, translated
+		w.fragsSeen.put(ip, w.e.steer.clock()+fragTimeout)
 	}
 	w.forwardIP(ip)
 	w.downstream(f, ip)
