@@ -513,7 +513,16 @@ func (cc controlConn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 	}
 }
 
-func (cc controlConn) WriteFrame(b []byte) error { return cc.c.e.Send(ToWAN, b) }
+// WriteFrame queues b on the WAN. ErrInjectFull is transient (the client
+// retries); after Close it returns pppoe.ErrClosed, the permanent error.
+func (cc controlConn) WriteFrame(b []byte) error {
+	select {
+	case <-cc.c.closed:
+		return pppoe.ErrClosed
+	default:
+	}
+	return cc.c.e.Send(ToWAN, b)
+}
 
 func (cc controlConn) HardwareAddr() [6]byte { return cc.c.cfg.WANMAC }
 

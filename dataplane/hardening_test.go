@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
@@ -350,5 +351,43 @@ func TestFragmentFloodKeepsDatagrams(t *testing.T) {
 	if got := len(r.drainLAN()); got != len(frags)-1 {
 		t.Fatalf("%d of the datagram's %d later fragments reached the host after the flood (drops %v)",
 			got, len(frags)-1, r.e.Totals().DropMap())
+	}
+}
+
+// TestNoICMP6ErrorAboutErrorBehindExtHeaders: an ICMPv6 error that hides
+// behind a destination-options header is still an error: a router sends
+// no error about it (RFC 4443 2.4 (e)), so two routers cannot bounce
+// errors at each other, while an echo request in the same shape does get
+// its time-exceeded.
+func TestNoICMP6ErrorAboutErrorBehindExtHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		icmp  byte
+		reply bool
+	}{{"destination unreachable", 1, false}, {"redirect", 137, false}, {"echo request", 128, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rig6(t, 1, nil)
+			ip := make([]byte, 40+8+8+48)
+			ip[0] = 0x60
+			binary.BigEndian.PutUint16(ip[4:], uint16(len(ip)-40))
+			ip[6], ip[7] = 60, 1 // destination options; hop limit 1
+			copy(ip[8:], host6IP[:])
+			copy(ip[24:], remote6IP[:])
+			copy(ip[40:], []byte{58, 0, 1, 4, 0, 0, 0, 0}) // -> ICMPv6, PadN
+			ip[48] = tc.icmp
+			fr := append(make([]byte, 14), ip...)
+			copy(fr[0:6], routerMAC[:])
+			copy(fr[6:12], hostMAC[:])
+			fr[12], fr[13] = 0x86, 0xdd
+			r.lan.Inject(0, fr)
+			r.step()
+			got := r.drainLAN()
+			if (len(got) == 1) != tc.reply || len(got) > 1 {
+				t.Fatalf("%d frames back to the LAN, want a time exceeded: %v", len(got), tc.reply)
+			}
+			if r.e.Totals().Drops[DropTTLExceeded] != 1 {
+				t.Fatalf("drops %v", r.e.Totals().DropMap())
+			}
+		})
 	}
 }

@@ -267,9 +267,10 @@ const icmp6Max = hdr.ICMP6MinMTU
 // error about it, in place: a new IPv6 + ICMPv6 header goes into the
 // headroom and the quoted packet is cut so the whole fits in 1280 bytes.
 // param is the MTU of a packet-too-big (else 0). It returns false where
-// RFC 4443 2.4 (e) forbids an error: about an ICMPv6 error (or a
-// redirect), or from a source that is not a unicast address; or when the
-// frame lacks headroom.
+// RFC 4443 2.4 (e) forbids an error: about an ICMPv6 error or a
+// redirect (behind extension headers too, and about a packet whose
+// header chain cannot be followed), or from a source that is not a
+// unicast address; or when the frame lacks headroom.
 func makeICMP6Error(f *nic.Frame, src *hdr.Addr6, typ, code uint8, param uint32) bool {
 	ip := hdr.IPv6(f.Data())
 	to := ip.Src()
@@ -279,11 +280,18 @@ func makeICMP6Error(f *nic.Frame, src *hdr.Addr6, typ, code uint8, param uint32)
 	if d := ip.Dst(); hdr.IsMulticast6(&d) && typ != hdr.ICMP6PacketTooBig {
 		return false
 	}
-	if ip.NextHeader() == hdr.ProtoICMP6 {
-		if ip.PayloadLen() < 1 {
+	// Behind its extension headers: an error or redirect hides there as
+	// well as right behind the fixed header, and a chain that cannot be
+	// followed gets no answer.
+	c := walk6(ip)
+	if !c.ok {
+		return false
+	}
+	if c.proto == hdr.ProtoICMP6 {
+		if c.off >= len(ip) {
 			return false
 		}
-		if t := ip[hdr.IPv6Len]; t < 128 || t == 137 { // errors, and redirects
+		if t := ip[c.off]; t < 128 || t == 137 { // errors, and redirects
 			return false
 		}
 	}
