@@ -3,13 +3,17 @@ package dataplane
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/memport"
 )
 
 // TestWANMartianSourcesDropped: from the session, no packet with a source
@@ -387,6 +391,43 @@ func TestNoICMP6ErrorAboutErrorBehindExtHeaders(t *testing.T) {
 			}
 			if r.e.Totals().Drops[DropTTLExceeded] != 1 {
 				t.Fatalf("drops %v", r.e.Totals().DropMap())
+			}
+		})
+	}
+}
+
+// gonePort is a port whose interface was removed.
+type gonePort struct{ *memport.Port }
+
+func (p gonePort) Recv(q int, fs []*nic.Frame) (int, error) {
+	return 0, fmt.Errorf("wan0: %w", nic.ErrLinkGone)
+}
+
+// TestPortGoneEndsEngine: a port that fails for good (its interface
+// removed) is reported once through Err and Failed, naming the port;
+// the steering and worker loops carry on without crashing.
+func TestPortGoneEndsEngine(t *testing.T) {
+	for _, which := range []string{"wan", "lan"} {
+		t.Run(which, func(t *testing.T) {
+			r := newRig(t, 2, nil)
+			if which == "wan" {
+				r.e.steer.wan = gonePort{r.wan}
+			} else {
+				r.e.cfg.LAN = gonePort{r.lan}
+			}
+			select {
+			case <-r.e.Failed():
+				t.Fatal("failed before any error")
+			default:
+			}
+			r.step()
+			select {
+			case <-r.e.Failed():
+			default:
+				t.Fatal("Failed not closed")
+			}
+			if err := r.e.Err(); !errors.Is(err, nic.ErrLinkGone) || !strings.Contains(err.Error(), which) {
+				t.Fatalf("Err() = %v", err)
 			}
 		})
 	}

@@ -142,6 +142,7 @@ func newSteerer(e *Engine, c *Counters) *steerer {
 		ctl:       e.ctlLink,
 		prio:      e.prioLink,
 		session:   e.session.Load,
+		portErr:   e.portErr,
 		ctlLimit:  newTokenBucket(ctlRate, ctlBurst),
 		fullSince: make([]int64, len(e.steerLinks)),
 		ringFull:  make([]atomic.Uint64, len(e.steerLinks)),
