@@ -4,6 +4,10 @@
 // Each queue is one packet socket bound to the interface; with more than one
 // queue the sockets join one PACKET_FANOUT group (hash mode by default), so
 // the kernel spreads flows over the queues and every worker gets its share.
+// With Config.FanoutOwner the group runs an eBPF program instead
+// (PACKET_FANOUT_EBPF, assembled with cilium/ebpf) that sends each frame
+// to the queue whose worker owns its flow, by the function OwnerSpec
+// states, so LAN frames need no hand-over between workers.
 //
 // Recv walks the RX ring's blocks without system calls, copying each frame
 // into the caller's buffer after nic.Headroom and releasing a block to the
@@ -110,6 +114,12 @@ type Config struct {
 	Promisc bool
 	// KeepOffloads leaves the interface's GRO/LRO/TSO/GSO settings alone.
 	KeepOffloads bool
+	// FanoutOwner, with Queues > 1, steers each frame to the queue of its
+	// flow's owner: the sockets form a PACKET_FANOUT_EBPF group whose
+	// program computes FanoutOwner.Queue (see OwnerSpec). Workers must
+	// equal Queues. When the program cannot be loaded or attached, the
+	// group uses Fanout instead, and Port.FanoutOwner reports why.
+	FanoutOwner *OwnerSpec
 }
 
 // QueueStats are one queue's counters. Kernel figures come from

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/pppfwd/pppfwd/nic"
@@ -100,6 +101,10 @@ type Port struct {
 	// Recv, Send and Wait return goneErr (nic.ErrLinkGone naming it).
 	gone    atomic.Bool
 	goneErr error
+	// owner is whether the owner program steers the group; ownerErr why
+	// not, when Config.FanoutOwner asked for it.
+	owner    bool
+	ownerErr error
 }
 
 var fanoutSeq atomic.Uint32
@@ -110,6 +115,42 @@ func Open(ifname string, cfg Config) (*Port, error) {
 	if cfg.Queues <= 0 {
 		cfg.Queues = 1
 	}
+	if cfg.FanoutOwner == nil || cfg.Queues == 1 {
+		cfg.FanoutOwner = nil
+		return open(ifname, cfg, nil)
+	}
+	if err := cfg.FanoutOwner.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.FanoutOwner.Workers != cfg.Queues {
+		return nil, fmt.Errorf("afpacket: owner fanout for %d workers on %d queues", cfg.FanoutOwner.Workers, cfg.Queues)
+	}
+	prog, err := newOwnerProgram(cfg.FanoutOwner)
+	if err == nil {
+		var p *Port
+		p, err = open(ifname, cfg, prog)
+		prog.Close() // the group holds its own reference
+		if err == nil || !errors.Is(err, errOwnerFanout) {
+			return p, err
+		}
+	}
+	cfg.FanoutOwner = nil
+	p, oerr := open(ifname, cfg, nil)
+	if oerr != nil {
+		return nil, oerr
+	}
+	p.ownerErr = err
+	return p, nil
+}
+
+// FanoutOwner reports whether the owner program (Config.FanoutOwner)
+// steers the port's frames, and if it was asked for and does not, why
+// (the group then uses Config.Fanout).
+func (p *Port) FanoutOwner() (bool, error) { return p.owner, p.ownerErr }
+
+// open opens the port; with prog, the sockets form a PACKET_FANOUT_EBPF
+// group running prog, and failures to do so wrap errOwnerFanout.
+func open(ifname string, cfg Config, prog *ebpf.Program) (*Port, error) {
 	if cfg.BlockSize <= 0 {
 		cfg.BlockSize = 1 << 18
 	}
@@ -149,6 +190,9 @@ func Open(ifname string, cfg Config) (*Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: eventfd: %w", err)
 	}
+	if prog != nil {
+		cfg.Fanout = fanoutEBPF
+	}
 	p := &Port{name: ifname, ifindex: ifi.Index, efd: efd, txMode: cfg.TxMode,
 		goneErr: fmt.Errorf("afpacket: %s: %w", ifname, nic.ErrLinkGone)}
 	fanoutArg := -1
@@ -169,7 +213,19 @@ func Open(ifname string, cfg Config) (*Port, error) {
 		if cfg.Queues > 1 {
 			if fanoutArg, err = joinFanout(q.fd, cfg, fanoutArg); err != nil {
 				p.release()
+				if prog != nil && i == 0 {
+					return nil, fmt.Errorf("%w: join a PACKET_FANOUT_EBPF group on %s: %w", errOwnerFanout, ifname, err)
+				}
 				return nil, fmt.Errorf("afpacket: fanout on %s: %w", ifname, err)
+			}
+			if prog != nil && i == 0 {
+				// Before the other sockets join: until then the group
+				// has one member, whatever the program says.
+				if err := attachOwner(q.fd, prog); err != nil {
+					p.release()
+					return nil, err
+				}
+				p.owner = true
 			}
 		}
 	}

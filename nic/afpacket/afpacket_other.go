@@ -48,5 +48,8 @@ func (p *Port) Stats() nic.Stats { return nic.Stats{} }
 // Close implements nic.Port.
 func (p *Port) Close() error { return nil }
 
+// FanoutOwner reports no owner steering on this GOOS.
+func (p *Port) FanoutOwner() (bool, error) { return false, errOS }
+
 // TxMode is TxAuto on this GOOS.
 func (p *Port) TxMode() TxMode { return TxAuto }
