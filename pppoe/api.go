@@ -70,29 +70,40 @@ func (s State) String() string {
 
 // ClientCounters are the client's monotonic counters.
 type ClientCounters struct {
-	PADISent, PADOReceived, PADRSent, PADSReceived   uint64
-	PADTSent, PADTReceived, PADTIgnored              uint64
-	StalePADTSent                                    uint64 // PADT for a persisted session before PADI
-	ServiceNameErrors, ACSystemErrors, GenericErrors uint64
-	SessionsUp                                       uint64
-	Reconnects                                       uint64
-	AuthFailures                                     uint64
-	EchoSent, EchoReplies, EchoTimeouts              uint64 // EchoTimeouts: links dropped for missed echoes
-	ProtocolRejectsSent, CodeRejectsSent             uint64
-	BadFrames                                        uint64 // undecodable frames
-	OtherFrames                                      uint64 // frames for another session/AC, ignored
+	PADISent            uint64 `json:"padi_sent"`
+	PADOReceived        uint64 `json:"pado_received"`
+	PADRSent            uint64 `json:"padr_sent"`
+	PADSReceived        uint64 `json:"pads_received"`
+	PADTSent            uint64 `json:"padt_sent"`
+	PADTReceived        uint64 `json:"padt_received"`
+	PADTIgnored         uint64 `json:"padt_ignored"`
+	StalePADTSent       uint64 `json:"stale_padt_sent"` // PADT for a persisted session before PADI
+	ServiceNameErrors   uint64 `json:"service_name_errors"`
+	ACSystemErrors      uint64 `json:"ac_system_errors"`
+	GenericErrors       uint64 `json:"generic_errors"`
+	SessionsUp          uint64 `json:"sessions_up"`
+	Reconnects          uint64 `json:"reconnects"`
+	AuthFailures        uint64 `json:"auth_failures"`
+	EchoSent            uint64 `json:"echo_sent"`
+	EchoReplies         uint64 `json:"echo_replies"`
+	EchoTimeouts        uint64 `json:"echo_timeouts"` // links dropped for missed echoes
+	ProtocolRejectsSent uint64 `json:"protocol_rejects_sent"`
+	CodeRejectsSent     uint64 `json:"code_rejects_sent"`
+	BadFrames           uint64 `json:"bad_frames"`   // undecodable frames
+	OtherFrames         uint64 `json:"other_frames"` // frames for another session/AC, ignored
 	// WriteErrors counts transient Conn write failures (e.g. the
 	// dataplane's injection ring full); the frames are retried in order.
 	// WriteDrops counts frames dropped because too many waited.
-	WriteErrors, WriteDrops uint64
+	WriteErrors uint64 `json:"write_errors"`
+	WriteDrops  uint64 `json:"write_drops"`
 	// OffersDropped counts PADOs beyond the first 16 of one discovery.
-	OffersDropped uint64
+	OffersDropped uint64 `json:"offers_dropped"`
 	// BadAddresses counts IPCP addresses refused (0/8, 127/8, 224/4,
 	// 240/4 offered to us or claimed by the AC): each ends the attempt.
-	BadAddresses uint64
+	BadAddresses uint64 `json:"bad_addresses"`
 	// PAPRefused counts sessions ended because the AC insisted on PAP
 	// after an AC had authenticated the client with CHAP.
-	PAPRefused uint64
+	PAPRefused uint64 `json:"pap_refused"`
 }
 
 // Status is a snapshot of the client's state for monitoring.

@@ -325,6 +325,13 @@ type Stats struct {
 	ShaperDownBps uint64                 `json:"shaper_down_bps"`
 	LAN6          string                 `json:"lan6_prefix,omitempty"` // the LAN's IPv6 prefix, while there is one
 	PD            *PDStats               `json:"dhcpv6_pd,omitempty"`
+	// PPPoE is the client's counters (discovery, echo, write errors,
+	// refused offers, addresses and PAP).
+	PPPoE pppoe.ClientCounters `json:"pppoe"`
+	// NATEntries: live NAT flows over all workers; RingFull: WAN frames
+	// steering dropped per worker because that worker fell behind.
+	NATEntries int      `json:"nat_entries"`
+	RingFull   []uint64 `json:"ring_full_per_worker"`
 }
 
 // StatsCounters are the dataplane's totals over all workers.
@@ -356,7 +363,8 @@ func (r *Router) Stats() Stats {
 			Exception: c.Exception, ICMPSent: c.ICMPSent, Clamped: c.Clamped, Redirected: c.Redirected,
 			Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls,
 			IPv6Up: c.IPv6Up, IPv6Down: c.IPv6Down, Drops: c.TotalDrops()},
-		ShaperUpBps: up, ShaperDownBps: down}
+		ShaperUpBps: up, ShaperDownBps: down, PPPoE: st.Counters,
+		NATEntries: r.e.NATEntries(), RingFull: r.e.RingFullDrops()}
 	if l6 := r.e.LAN6(); l6 != nil {
 		s.LAN6 = addr6String(l6.Prefix) + "/64"
 	}
