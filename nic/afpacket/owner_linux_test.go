@@ -163,3 +163,11 @@ func TestIntegrationAFPacketOwnerProgramFixtures(t *testing.T) {
 		}
 	}
 }
+
+// OwnerProgramForTest loads the fanout program for s (skipping t without
+// root) and returns a function running it on a frame: the queue, or -1
+// for a frame the kernel will not test-run. For the external tests.
+func OwnerProgramForTest(t testing.TB, s *OwnerSpec) func(frame []byte) int {
+	prog := loadOwnerProgram(t, s)
+	return func(frame []byte) int { return runOwner(t, prog, frame, s.Workers) }
+}

@@ -5,16 +5,15 @@ import (
 	"math/rand/v2"
 )
 
-// OwnerTestForwards are forwards over the endpoints GenOwnerFrames draws
-// from; the last repeats the first's endpoint on another queue (the first
-// match wins).
+// OwnerTestForwards are forwards over the endpoints GenOwnerFrame draws
+// from (distinct LAN endpoints, as the NAT's configuration requires).
 func OwnerTestForwards(workers int) []OwnerForward {
 	return []OwnerForward{
 		{Proto: 6, Addr: 0xc0a80105, Port: 80, Queue: workers - 1},
 		{Proto: 17, Addr: 0xc0a80105, Port: 53, Queue: 0},
 		{Proto: 17, Addr: 0xc0a80107, Port: 40000, Queue: workers / 2},
 		{Proto: 6, Addr: 0xc0a80102, Port: 443, Queue: 1 % workers},
-		{Proto: 6, Addr: 0xc0a80105, Port: 80, Queue: 0},
+		{Proto: 17, Addr: 0xc0a80109, Port: 65535, Queue: workers - 1},
 	}
 }
 
