@@ -486,30 +486,3 @@ func (e *Engine) pickInject() {
 func (e *Engine) StallWorker(i int, d time.Duration) {
 	e.workers[i].stall.Store(int64(d))
 }
-
-// publishDue says whether a thread's loop publishes its counters on this
-// iteration: every 64th iteration while it is busy, on the first idle
-// iteration after work, and on every iteration once it backs off (idle >=
-// 64: it yields or sleeps then anyway), so a quiet engine's counters are
-// exact within one back-off step. A publish is one atomic store per
-// counter word (an XCHG each on amd64: 180 ns for all of them on the
-// 2-core lab VM), too much to pay for every small batch.
-func publishDue(iter uint, idle int) bool { return idle == 1 || idle >= 64 || iter&63 == 0 }
-
-// Backoff is a polling thread's idle policy: called with the number of
-// empty polls so far, it spins for 64 of them, then yields the processor
-// up to 256, then naps IdleNap each time for IdleNapFor, then sleeps 1 ms
-// each time, and returns idle+1. Worker
-// threads and the steering thread use it; so do the benchmarks' own
-// polling loops, to idle the same way.
-func Backoff(idle int) int {
-	idle++
-	switch {
-	case idle < 64:
-	case idle < idleSleepFrom:
-		runtime.Gosched()
-	default:
-		sleepIdle(idle)
-	}
-	return idle
-}

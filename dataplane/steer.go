@@ -381,3 +381,13 @@ func (e *Engine) RingFullDrops() []uint64 {
 	}
 	return out
 }
+
+// steer6 picks the worker for a PPPoE frame carrying IPv6 (ip is the
+// offset of its IPv6 header): the flow's owner (flowOwner6), which also
+// handles its uplink packets.
+func steer6(b []byte, ip, workers int) int {
+	if workers == 1 || len(b) < ip+hdr.IPv6Len {
+		return 0
+	}
+	return flowOwner6(hdr.IPv6(b[ip:]), false, workers)
+}
