@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/nic"
@@ -61,6 +62,11 @@ type Config struct {
 	// Steer selects where WAN steering runs: SteerInline (worker 0 polls
 	// the WAN between its own batches) or SteerThread (a thread of its own).
 	Steer SteerMode
+	// SteerWait is how long steering holds WAN receive back for a worker
+	// whose ring is full before it drops that worker's frames instead
+	// (2 ms; negative: never drop, hold back however long, for replayed
+	// traffic whose source cannot overrun).
+	SteerWait time.Duration
 }
 
 // SteerMode chooses the steering thread.
@@ -72,6 +78,9 @@ const (
 )
 
 func (c *Config) setDefaults() error {
+	if c.SteerWait == 0 {
+		c.SteerWait = steerWait
+	}
 	if c.Workers <= 0 {
 		c.Workers = 1
 	}

@@ -121,9 +121,10 @@ type steerer struct {
 	ctlLimit tokenBucket
 	// fullSince[k]: when worker k's ring was first seen without room for a
 	// batch (0: it has room). Steering waits for a slow worker at most
-	// steerWait; after that the worker's frames are dropped and counted
+	// wait; after that the worker's frames are dropped and counted
 	// (ringFull[k]) while the other workers' traffic flows.
 	fullSince []int64
+	wait      int64 // Config.SteerWait in ns (negative: never drop)
 	ringFull  []atomic.Uint64
 	batch     int
 	c         *Counters
@@ -143,6 +144,7 @@ func newSteerer(e *Engine, c *Counters) *steerer {
 		prio:      e.prioLink,
 		session:   e.session.Load,
 		portErr:   e.portErr,
+		wait:      int64(e.cfg.SteerWait),
 		ctlLimit:  newTokenBucket(ctlRate, ctlBurst),
 		fullSince: make([]int64, len(e.steerLinks)),
 		ringFull:  make([]atomic.Uint64, len(e.steerLinks)),
@@ -186,7 +188,7 @@ func (s *steerer) reclaimLink(l *Link) {
 // poll receives and steers at most one batch from each WAN RX queue and
 // returns the number of frames received. When a worker's ring lacks room
 // for a whole batch it leaves the frames in the NIC ring (back-pressure
-// instead of drops), for at most steerWait: a worker that stays behind
+// instead of drops), for at most Config.SteerWait: a worker that stays behind
 // longer loses its own frames (counted), never the others' or the
 // session's control frames.
 func (s *steerer) poll() int {
@@ -211,9 +213,8 @@ func (s *steerer) poll() int {
 
 // Steering limits.
 const (
-	// steerWait is how long steering holds WAN receive back for a worker
-	// whose ring is full before it drops that worker's frames instead.
-	steerWait = 2e6 // ns
+	// steerWait is Config.SteerWait's default (ns).
+	steerWait = 2e6
 	// ctlRate and ctlBurst bound the control frames per second that are
 	// not our session's (a PADI or broadcast storm on the access network).
 	ctlRate  = 1000
@@ -234,7 +235,7 @@ func (s *steerer) pollQueue(q int) int {
 		if s.fullSince[k] == 0 {
 			s.fullSince[k] = now
 		}
-		if now-s.fullSince[k] < steerWait {
+		if s.wait < 0 || now-s.fullSince[k] < s.wait {
 			return -1
 		}
 	}
@@ -373,7 +374,7 @@ func sessionControl(b []byte, s *pppoe.Session) bool {
 }
 
 // RingFullDrops returns, per worker, the WAN frames steering dropped
-// because that worker's ring stayed full past steerWait.
+// because that worker's ring stayed full past Config.SteerWait.
 func (e *Engine) RingFullDrops() []uint64 {
 	out := make([]uint64, len(e.steer.ringFull))
 	for i := range out {

@@ -92,6 +92,8 @@ func Run(o Options) (*Result, error) {
 		Workers: o.Workers, Batch: o.Batch, LAN: lan, WAN: wan,
 		RouterMAC: RouterMAC, RouterAddr: RouterAddr, LANNet: LANNet, LANBits: LANBits,
 		Up: o.Shape, Down: o.Shape, ThreadCPU: threadCPU, Steer: o.Steer,
+		// Replayed traffic cannot overrun: hold it back, never drop.
+		SteerWait: -1,
 	}
 	cfg.NAT.Capacity = 4*o.Flows + 1024
 	if o.Pin {

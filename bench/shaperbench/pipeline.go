@@ -155,6 +155,8 @@ func newPipePath(po PipelineOptions, clk shaper.Clock, shaped bool, opts Options
 		RouterMAC: pipeline.RouterMAC, RouterAddr: pipeline.RouterAddr,
 		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
 		Clock: clk,
+		// A simulation: steering holds back, never drops.
+		SteerWait: -1,
 	}
 	cfg.NAT.Capacity = 4 * pipeMaxFlow
 	if shaped {
