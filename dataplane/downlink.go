@@ -150,26 +150,36 @@ func (w *Worker) inbound6(f *nic.Frame) {
 	l6 := w.lan6
 	// Link-scope traffic is the router's before there is a LAN prefix too:
 	// DHCPv6 brings the prefix.
-	if hdr.IsMulticast6(dst) || hdr.IsLinkLocal6(dst) || l6 != nil && *dst == l6.Router {
-		w.toException(f, FromWANIP) // DHCPv6, the ISP's RAs, echo to the router
+	if hdr.IsMulticast6(dst) || hdr.IsLinkLocal6(dst) {
+		w.toException(f, FromWANIP) // DHCPv6, the ISP's RAs
 		return
 	}
 	if l6 == nil {
 		w.drop(f, DropUnsupported)
 		return
 	}
+	// No packet from the session may claim a source that cannot be there
+	// (RFC 4291: multicast, unspecified, loopback, link-local, IPv4-mapped;
+	// RFC 6092 3.1: the LAN's own prefix).
+	if src := (*hdr.Addr6)(ip[8:24]); hdr.IsMulticast6(src) || hdr.IsLinkLocal6(src) || l6.Contains(src) ||
+		binary.BigEndian.Uint64(src[:8]) == 0 && (binary.BigEndian.Uint64(src[8:]) <= 1 || binary.BigEndian.Uint32(src[8:]) == 0xffff) {
+		w.drop(f, DropMartian)
+		return
+	}
+	if *dst == l6.Router {
+		// The router answers echo and takes ICMPv6 errors; it offers no
+		// other service to the session.
+		if ip.NextHeader() == hdr.ProtoICMP6 {
+			w.toException(f, FromWANIP)
+			return
+		}
+		w.drop(f, DropFirewall)
+		return
+	}
 	// Only the LAN prefix is routed to the LAN; the rest of a delegated
 	// prefix has nowhere to go (and must not loop back upstream).
 	if !l6.Contains(dst) {
 		w.drop(f, DropNotForUs)
-		return
-	}
-	// No packet from the session may claim a source that cannot be there
-	// (RFC 4291: multicast, unspecified, loopback, link-local; RFC 6092
-	// 3.1: the LAN's own prefix).
-	if src := (*hdr.Addr6)(ip[8:24]); hdr.IsMulticast6(src) || hdr.IsLinkLocal6(src) || l6.Contains(src) ||
-		binary.BigEndian.Uint64(src[:8]) == 0 && binary.BigEndian.Uint64(src[8:]) <= 1 {
-		w.drop(f, DropMartian)
 		return
 	}
 	p := fw6Flow(ip, false, false)

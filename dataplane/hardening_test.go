@@ -432,3 +432,41 @@ func TestPortGoneEndsEngine(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionToRouter6: from the session, the router's own LAN address
+// takes only ICMPv6 (echo, errors); anything else is dropped and counted
+// (firewall), and a source no packet from the Internet can have (here an
+// IPv4-mapped one) is a martian whatever its destination.
+func TestSessionToRouter6(t *testing.T) {
+	router6 := lan6Prefix
+	router6[15] = 1
+	mapped := [16]byte{10: 0xff, 11: 0xff, 12: 127, 15: 1}
+	for _, tc := range []struct {
+		name string
+		p    pkt6
+		drop Reason
+		exc  bool
+	}{
+		{"tcp syn to the router", pkt6{src: remote6IP, dst: router6, sport: 4000, dport: 22, proto: layers.IPProtocolTCP, syn: true}, DropFirewall, false},
+		{"udp to the router", pkt6{src: remote6IP, dst: router6, sport: 4000, dport: 53, proto: layers.IPProtocolUDP}, DropFirewall, false},
+		{"echo to the router", pkt6{src: remote6IP, dst: router6, proto: layers.IPProtocolICMPv6, echoType: hdr.ICMP6EchoRequest}, numReasons, true},
+		{"ipv4-mapped source to a host", pkt6{src: mapped, dst: host6IP, sport: 4000, dport: 22, proto: layers.IPProtocolTCP, syn: true}, DropMartian, false},
+		{"ipv4-mapped source to the router", pkt6{src: mapped, dst: router6, proto: layers.IPProtocolICMPv6, echoType: hdr.ICMP6EchoRequest}, DropMartian, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rig6(t, 1, nil)
+			r.wan.Inject(0, wanFrame6(t, tc.p))
+			r.step()
+			exc := countControl(r.e)[FromWANIP]
+			if n := len(r.drainLAN()); n != 0 {
+				t.Fatalf("%d frames reached the LAN", n)
+			}
+			if (exc == 1) != tc.exc {
+				t.Fatalf("to the control plane: %d, want %v", exc, tc.exc)
+			}
+			if tc.drop != numReasons && r.e.Totals().Drops[tc.drop] != 1 {
+				t.Fatalf("drops %v, want %v", r.e.Totals().DropMap(), tc.drop)
+			}
+		})
+	}
+}
