@@ -14,6 +14,7 @@ import (
 
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/nic/afxdp"
@@ -66,6 +67,11 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		}
 		if r.lan, err = openPort(cfg, cfg.LANInterface, et); err != nil {
 			return nil, fmt.Errorf("LAN %s: %w", cfg.LANInterface, err)
+		}
+		if p, ok := r.lan.(*afpacket.Port); ok {
+			if _, err := p.FanoutOwner(); err != nil {
+				logf("pppfwd: LAN %s: %v; the kernel's flow hash spreads LAN frames instead (workers hand over other workers' flows)", cfg.LANInterface, err)
+			}
 		}
 	}
 	if r.wan == nil {
@@ -420,6 +426,23 @@ func openPort(cfg *Config, ifname string, ethertypes []uint16) (nic.Port, error)
 	case "netmap":
 		return netmap.Open(ifname, netmap.Config{Queues: cfg.Workers})
 	default:
-		return afpacket.Open(ifname, afpacket.Config{Queues: cfg.Workers})
+		c := afpacket.Config{Queues: cfg.Workers}
+		if ifname == cfg.LANInterface && cfg.Workers > 1 {
+			// Each LAN frame goes to the worker owning its flow: the
+			// engine's owners, from the same ranges and forward
+			// assignment as dataplane.New makes.
+			lo, hi := cfg.PortLo, cfg.PortHi
+			if lo == 0 && hi == 0 {
+				lo, hi = 1024, 65535
+			}
+			fwds := append([]nat.Forward(nil), cfg.NAT.Forwards...)
+			nat.AssignForwards(nat.Partition(cfg.Workers, lo, hi), fwds)
+			c.FanoutOwner = &afpacket.OwnerSpec{Workers: cfg.Workers}
+			for _, f := range fwds {
+				c.FanoutOwner.Forwards = append(c.FanoutOwner.Forwards,
+					afpacket.OwnerForward{Proto: f.Proto, Addr: f.LANAddr, Port: f.LANPort, Queue: f.Worker})
+			}
+		}
+		return afpacket.Open(ifname, c)
 	}
 }
