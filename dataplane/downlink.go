@@ -100,7 +100,7 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 	}
 	if first {
 		w.frags.put(ip, ip.Dst(), w.now) // the LAN host, translated
-		w.fragsSeen.put(ip, w.e.steer.clock()+fragTimeout)
+		w.fragsSeen.put(ip, w.steerClock()+fragTimeout)
 	}
 	w.forwardIP(ip)
 	w.downstream(f, ip)

@@ -14,19 +14,26 @@ import (
 	"github.com/pppfwd/pppfwd/shaper"
 )
 
-// Engine runs the workers and steering over a LAN and a WAN port.
-type Engine struct {
-	cfg       Config
-	workers   []*Worker
-	owner     *[65536]uint8
-	lanSteer  *nat.LANSteer
-	ranges    []nat.Range
+// shared is what the control plane publishes and every worker reads at
+// the start of each step: immutable snapshots (session, LAN6) and the
+// one-writer neighbour tables.
+type shared struct {
 	session   atomic.Pointer[pppoe.Session]
 	neighbors atomic.Pointer[Neighbors]
 	// lan6 and neighbors6: IPv6 routing (ipv6.go); lan6 nil = off.
 	lan6       atomic.Pointer[LAN6]
 	neighbors6 atomic.Pointer[Neighbors6]
-	neighMu    sync.Mutex
+}
+
+// Engine runs the workers and steering over a LAN and a WAN port.
+type Engine struct {
+	cfg      Config
+	workers  []*Worker
+	owner    *[65536]uint8
+	lanSteer *nat.LANSteer
+	ranges   []nat.Range
+	shared
+	neighMu sync.Mutex
 
 	steerLinks []*Link   // steering -> worker k
 	redirect   [][]*Link // worker i -> worker j
@@ -179,7 +186,7 @@ func (e *Engine) Start() {
 	for _, w := range e.workers {
 		e.wg.Add(1)
 		e.ready.Add(1)
-		go w.run()
+		go e.runWorker(w)
 	}
 	if e.cfg.Steer == SteerThread {
 		e.wg.Add(1)
@@ -314,6 +321,15 @@ func (e *Engine) PinErr() error {
 	e.errMu.Lock()
 	defer e.errMu.Unlock()
 	return e.pinErr
+}
+
+// runWorker runs worker w on a locked, pinned OS thread until Stop.
+func (e *Engine) runWorker(w *Worker) {
+	defer e.wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	e.pin(w.id)
+	w.loop(&e.stop, e.ready.Done)
 }
 
 func (e *Engine) runSteer() {

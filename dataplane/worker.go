@@ -48,10 +48,18 @@ const (
 // a NAT table for its port range and one shaper per direction. Nothing it
 // touches per packet is written by another thread.
 type Worker struct {
-	id  int
-	e   *Engine
-	cfg *Config
-	nat *nat.Table
+	id    int
+	cfg   *Config
+	links workerLinks
+	sh    *shared
+	// steer is the steering stage when this worker runs it inline
+	// (worker 0, SteerInline); nil otherwise.
+	steer *steerer
+	// portErr reports a port's error to the engine; steerClock is
+	// steering's clock (fragsSeen deadlines are in its time).
+	portErr    func(nic.Port, error)
+	steerClock func() int64
+	nat        *nat.Table
 	// frags maps downlink datagrams to the LAN host their first fragment
 	// was translated for (frag.go).
 	frags fragTable
@@ -93,6 +101,16 @@ type Worker struct {
 	sink  byte // keeps touch's loads alive
 }
 
+// workerLinks are the SPSC links a worker takes frames from and hands
+// them to; it is given them at construction.
+type workerLinks struct {
+	steer    *Link   // steering -> this worker
+	redirIn  []*Link // [j]: worker j -> this worker (nil for itself)
+	redirOut []*Link // [j]: this worker -> worker j (nil for itself)
+	exc      *Link   // this worker -> the control plane
+	inject   *Link   // the control plane -> this worker (frames to send)
+}
+
 type upOps struct{ w *Worker }
 
 func (o upOps) Len(f *nic.Frame) int     { return f.Len }
@@ -115,7 +133,16 @@ func (o downOps) Drop(f *nic.Frame) { o.w.c.Drops[DropShaper]++; o.w.pool.Put(f)
 
 func newWorker(e *Engine, id int) (*Worker, error) {
 	cfg := &e.cfg
-	w := &Worker{id: id, e: e, cfg: cfg, lanMask: cfg.lanMask()}
+	w := &Worker{id: id, cfg: cfg, lanMask: cfg.lanMask(), sh: &e.shared,
+		portErr: e.portErr, steerClock: e.steer.clock}
+	w.links = workerLinks{steer: e.steerLinks[id], exc: e.excLinks[id], inject: e.inject[id],
+		redirIn: make([]*Link, cfg.Workers), redirOut: e.redirect[id]}
+	for j := range w.links.redirIn {
+		w.links.redirIn[j] = e.redirect[j][id] // nil for j == id
+	}
+	if id == 0 && cfg.Steer == SteerInline {
+		w.steer = e.steer
+	}
 	nc := cfg.NAT
 	nc.LANAddr, nc.LANBits = cfg.LANNet, cfg.LANBits
 	nc.Ports, nc.Ranges, nc.Worker = e.ranges[id], e.ranges, id
@@ -159,11 +186,9 @@ func (w *Worker) Counters() Counters {
 	return w.pub.load()
 }
 
-func (w *Worker) run() {
-	defer w.e.wg.Done()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	w.e.pin(w.id)
+// loop runs the worker on the calling thread (locked and pinned by the
+// engine) until stop is set; ready is called once it is about to loop.
+func (w *Worker) loop(stop *atomic.Bool, ready func()) {
 	var cpu0 int64
 	if w.cfg.ThreadCPU != nil {
 		cpu0 = w.cfg.ThreadCPU()
@@ -171,8 +196,8 @@ func (w *Worker) run() {
 	idle := 0
 	lanF, _ := w.cfg.LAN.(nic.Flusher)
 	wanF, _ := w.cfg.WAN.(nic.Flusher)
-	w.e.ready.Done()
-	for iter := uint(0); !w.e.stop.Load(); iter++ {
+	ready()
+	for iter := uint(0); !stop.Load(); iter++ {
 		if w.step() == 0 {
 			if idle == 0 {
 				// Idle: push out anything a port still holds.
@@ -216,19 +241,19 @@ func (w *Worker) step() int {
 	w.beat.Store(w.steps)
 	w.now = w.cfg.Clock.Now()
 	w.refreshSession()
-	w.neigh = w.e.neighbors.Load()
-	w.neigh6 = w.e.neighbors6.Load()
-	w.lan6 = w.e.lan6.Load()
+	w.neigh = w.sh.neighbors.Load()
+	w.neigh6 = w.sh.neighbors6.Load()
+	w.lan6 = w.sh.lan6.Load()
 	work := w.drainInject()
 	if w.id == 0 && w.cfg.Steer == SteerInline {
-		work += w.e.steer.poll()
+		work += w.steer.poll()
 	}
 	// LAN RX.
 	n := w.pool.GetN(w.rx)
 	if n > 0 {
 		got, err := w.cfg.LAN.Recv(w.id, w.rx[:n])
 		if err != nil {
-			w.e.portErr(w.cfg.LAN, err)
+			w.portErr(w.cfg.LAN, err)
 		}
 		w.pool.PutN(w.rx[got:n])
 		w.c.RxLAN += uint64(got)
@@ -240,7 +265,7 @@ func (w *Worker) step() int {
 		w.c.NoBufferPolls++
 	}
 	// WAN frames steered to us.
-	l := w.e.steerLinks[w.id]
+	l := w.links.steer
 	got := l.Data.Pop(w.rx)
 	w.c.RxWAN += uint64(got)
 	w.touch(w.rx[:got])
@@ -250,11 +275,10 @@ func (w *Worker) step() int {
 	w.steerOwed = giveBack(l, w.pool, w.steerOwed+got, w.tmp)
 	work += got
 	// Frames other workers redirected to us.
-	for j := range w.e.redirect {
-		if j == w.id {
+	for j, rl := range w.links.redirIn {
+		if rl == nil {
 			continue
 		}
-		rl := w.e.redirect[j][w.id]
 		k := rl.Data.Pop(w.rx)
 		for _, f := range w.rx[:k] {
 			if f.Aux&auxFromWAN != 0 {
@@ -278,7 +302,7 @@ func (w *Worker) step() int {
 }
 
 func (w *Worker) refreshSession() {
-	s := w.e.session.Load()
+	s := w.sh.session.Load()
 	if s == w.sess {
 		return
 	}
@@ -295,13 +319,12 @@ func (w *Worker) refreshSession() {
 
 // reclaim takes back frames from links where this worker is the producer.
 func (w *Worker) reclaim() {
-	for j, l := range w.e.redirect[w.id] {
-		if j == w.id {
-			continue
+	for _, l := range w.links.redirOut {
+		if l != nil {
+			w.reclaimLink(l)
 		}
-		w.reclaimLink(l)
 	}
-	w.reclaimLink(w.e.excLinks[w.id])
+	w.reclaimLink(w.links.exc)
 	// (The injection links are the other way round: worker k consumes
 	// inject[k].Data and produces its Ret; Engine.Send reclaims.)
 }
@@ -393,7 +416,7 @@ func (w *Worker) flushWAN() {
 	}
 	n, err := w.cfg.WAN.Send(w.id, w.wanQ)
 	if err != nil {
-		w.e.portErr(w.cfg.WAN, err)
+		w.portErr(w.cfg.WAN, err)
 	}
 	w.c.TxWAN += uint64(n)
 	if n < len(w.wanQ) {
@@ -409,7 +432,7 @@ func (w *Worker) flushLAN() {
 	}
 	n, err := w.cfg.LAN.Send(w.id, w.lanQ)
 	if err != nil {
-		w.e.portErr(w.cfg.LAN, err)
+		w.portErr(w.cfg.LAN, err)
 	}
 	w.c.TxLAN += uint64(n)
 	if n < len(w.lanQ) {
@@ -424,7 +447,7 @@ func (w *Worker) flushRedirect(j int) {
 	if len(q) == 0 {
 		return
 	}
-	k := w.e.redirect[w.id][j].Data.Push(q)
+	k := w.links.redirOut[j].Data.Push(q)
 	if k < len(q) {
 		w.c.Drops[DropRingFull] += uint64(len(q) - k)
 		w.pool.PutN(q[k:])
@@ -436,7 +459,7 @@ func (w *Worker) flushException() {
 	if len(w.excOut) == 0 {
 		return
 	}
-	k := w.e.excLinks[w.id].Data.Push(w.excOut)
+	k := w.links.exc.Data.Push(w.excOut)
 	w.c.Exception += uint64(k)
 	if k < len(w.excOut) {
 		w.c.Drops[DropException] += uint64(len(w.excOut) - k)
@@ -447,7 +470,7 @@ func (w *Worker) flushException() {
 
 // drainInject sends frames the control plane queued for this worker.
 func (w *Worker) drainInject() int {
-	l := w.e.inject[w.id]
+	l := w.links.inject
 	n := l.Data.Pop(w.tmp)
 	for i, f := range w.tmp[:n] {
 		p := w.cfg.WAN
@@ -456,7 +479,7 @@ func (w *Worker) drainInject() int {
 		}
 		k, err := p.Send(w.id, w.tmp[i:i+1])
 		if err != nil {
-			w.e.portErr(p, err)
+			w.portErr(p, err)
 		}
 		if p == w.cfg.LAN {
 			w.c.TxLAN += uint64(k)
