@@ -125,7 +125,7 @@ func Open(ifname string, cfg Config) (*Port, error) {
 	if cfg.FanoutOwner.Workers != cfg.Queues {
 		return nil, fmt.Errorf("afpacket: owner fanout for %d workers on %d queues", cfg.FanoutOwner.Workers, cfg.Queues)
 	}
-	prog, err := newOwnerProgram(cfg.FanoutOwner)
+	prog, err := loadOwner(cfg.FanoutOwner)
 	if err == nil {
 		var p *Port
 		p, err = open(ifname, cfg, prog)
@@ -142,6 +142,10 @@ func Open(ifname string, cfg Config) (*Port, error) {
 	p.ownerErr = err
 	return p, nil
 }
+
+// loadOwner loads the owner program (a variable for tests of the
+// fallback).
+var loadOwner = newOwnerProgram
 
 // FanoutOwner reports whether the owner program (Config.FanoutOwner)
 // steers the port's frames, and if it was asked for and does not, why

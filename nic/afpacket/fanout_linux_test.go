@@ -2,9 +2,14 @@ package afpacket
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/nettest"
@@ -98,4 +103,74 @@ func testFanoutOwner(t *testing.T, queues int) {
 		}
 	}
 	t.Logf("%d frames, per queue %v, 0 on another queue than their owner's", total, perQueue)
+}
+
+// TestIntegrationAFPacketFanoutOwnerFallback checks that a port whose
+// owner program cannot be loaded opens with the hash fanout, says why,
+// and still receives on every queue.
+func TestIntegrationAFPacketFanoutOwnerFallback(t *testing.T) {
+	ln := nettest.MustLine(t, nettest.LineConfig{})
+	saved := loadOwner
+	loadOwner = func(*OwnerSpec) (*ebpf.Program, error) {
+		return nil, fmt.Errorf("%w: load program: %w", errOwnerFanout, unix.EPERM)
+	}
+	defer func() { loadOwner = saved }()
+	rx := openIn(t, ln.A, ln.AIf, Config{Queues: 2, Promisc: true, FanoutOwner: &OwnerSpec{Workers: 2}})
+	if on, err := rx.FanoutOwner(); on || !errors.Is(err, unix.EPERM) {
+		t.Fatalf("FanoutOwner() = %v, %v; want false and the load error", on, err)
+	}
+	tx := openIn(t, ln.R, ln.RA, Config{TxMode: TxCopy})
+	r := rand.New(rand.NewPCG(5, 5))
+	frames := nic.NewFrames(64)
+	for _, f := range frames {
+		f.SetData(GenOwnerFrame(r))
+	}
+	if n, err := tx.Send(0, frames); n != len(frames) || err != nil {
+		t.Fatalf("Send = %d, %v", n, err)
+	}
+	in := nic.NewFrames(64)
+	per := make([]int, 2)
+	for deadline := time.Now().Add(2 * time.Second); per[0]+per[1] < len(frames) && time.Now().Before(deadline); {
+		for q := range per {
+			n, err := rx.Recv(q, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range in[:n] {
+				if isMarked(f.Data()) {
+					per[q]++
+				}
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if per[0]+per[1] != len(frames) || per[0] == 0 || per[1] == 0 {
+		t.Fatalf("received %v of %d frames; want all, on both queues", per, len(frames))
+	}
+}
+
+// TestIntegrationAFPacketFanoutOwnerConfig checks the configurations Open
+// refuses: an owner function for another number of queues, or one the
+// program cannot implement.
+func TestIntegrationAFPacketFanoutOwnerConfig(t *testing.T) {
+	ln := nettest.MustLine(t, nettest.LineConfig{})
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"workers-queues", Config{Queues: 2, FanoutOwner: &OwnerSpec{Workers: 3}}},
+		{"one-worker", Config{Queues: 2, FanoutOwner: &OwnerSpec{Workers: 1}}},
+		{"forward-queue", Config{Queues: 2, FanoutOwner: &OwnerSpec{Workers: 2, Forwards: []OwnerForward{{Proto: 6, Port: 80, Queue: 2}}}}},
+	} {
+		err := ln.A.Do(func() error {
+			p, err := Open(ln.AIf, c.cfg)
+			if err == nil {
+				p.Close()
+			}
+			return err
+		})
+		if err == nil {
+			t.Errorf("%s: Open succeeded", c.name)
+		}
+	}
 }
