@@ -9,7 +9,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/memport"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
@@ -71,7 +71,7 @@ func TestControlPlaneSession(t *testing.T) {
 			mu.Unlock()
 		}}, memport.NewConn(ac, 0, acMAC))
 	cli := pppoe.NewClient(pppoe.ClientConfig{Username: "user", Password: "secret", PADOWait: -1},
-		ctl.WANConn(), func(s *pppoe.Session) {
+		ctl.WANConn(), func(s *hdr.Session) {
 			if s != nil {
 				c := *s
 				c.LocalMAC = wanMAC

@@ -9,10 +9,9 @@ package dataplane
 import (
 	"encoding/binary"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 // fromWAN handles a PPPoE frame steered to this worker.
@@ -23,17 +22,17 @@ func (w *Worker) fromWAN(f *nic.Frame) {
 		return
 	}
 	switch s.Decap(f) {
-	case pppoe.DecapIPv4:
-	case pppoe.DecapWrongSession:
+	case hdr.DecapIPv4:
+	case hdr.DecapWrongSession:
 		w.drop(f, DropWrongSession)
 		return
-	case pppoe.DecapIPv6:
+	case hdr.DecapIPv6:
 		w.inbound6(f)
 		return
-	case pppoe.DecapNotPPPoE:
+	case hdr.DecapNotPPPoE:
 		w.drop(f, DropUnsupported)
 		return
-	case pppoe.DecapControl:
+	case hdr.DecapControl:
 		w.toException(f, FromWAN)
 		return
 	default:

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/shaper"
 )
 
@@ -18,7 +18,7 @@ import (
 // the start of each step: immutable snapshots (session, LAN6) and the
 // one-writer neighbour tables.
 type shared struct {
-	session   atomic.Pointer[pppoe.Session]
+	session   atomic.Pointer[hdr.Session]
 	neighbors atomic.Pointer[Neighbors]
 	// lan6 and neighbors6: IPv6 routing (ipv6.go); lan6 nil = off.
 	lan6       atomic.Pointer[LAN6]
@@ -170,10 +170,10 @@ func (e *Engine) Rates() (up, down uint64) { return e.upBucket.Rate(), e.downBuc
 
 // SetSession publishes a new PPPoE session snapshot (nil: session down).
 // Workers pick it up at their next batch; an address change flushes NAT.
-func (e *Engine) SetSession(s *pppoe.Session) { e.session.Store(s) }
+func (e *Engine) SetSession(s *hdr.Session) { e.session.Store(s) }
 
 // Session returns the current snapshot.
-func (e *Engine) Session() *pppoe.Session { return e.session.Load() }
+func (e *Engine) Session() *hdr.Session { return e.session.Load() }
 
 // Start launches the worker threads (and the steering thread if
 // SteerThread).

@@ -3,7 +3,7 @@ package dataplane
 import (
 	"sync/atomic"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // IPv4 fragments cross the NAT without reassembly. The first fragment of a

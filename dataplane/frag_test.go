@@ -8,7 +8,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // fragmentIPv4 splits an IPv4 packet (no options) into fragments whose

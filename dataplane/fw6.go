@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // IPv6 simple security (RFC 6092, RFC 7084 S-1): LAN hosts have public

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // TestFirewall6 walks the IPv6 firewall's rules with one and two workers:

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
 )

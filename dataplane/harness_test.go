@@ -8,10 +8,9 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
-	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 var (
@@ -33,8 +32,8 @@ func netIP(a uint32) net.IP { return net.IPv4(byte(a>>24), byte(a>>16), byte(a>>
 
 const sessionID = 0x1234
 
-func testSession() *pppoe.Session {
-	return &pppoe.Session{ID: sessionID, LocalMAC: wanMAC, PeerMAC: acMAC,
+func testSession() *hdr.Session {
+	return &hdr.Session{ID: sessionID, LocalMAC: wanMAC, PeerMAC: acMAC,
 		LocalAddr: pubIP, PeerAddr: peerIP, MTU: 1492, Gen: 1}
 }
 

@@ -3,7 +3,7 @@ package dataplane
 import (
 	"encoding/binary"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 )
 

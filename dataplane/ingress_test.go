@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // Raw packet builders for the ingress table: extension headers, odd TCP

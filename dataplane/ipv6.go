@@ -3,7 +3,7 @@ package dataplane
 import (
 	"errors"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // IPv6 is routed, not translated: the LAN gets a /64 of the prefix the ISP

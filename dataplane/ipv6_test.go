@@ -8,9 +8,8 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 var (
@@ -20,7 +19,7 @@ var (
 	routerLL6  = netip.MustParseAddr("fe80::ff:fe00:1").As16() // EUI-64 of routerMAC
 )
 
-func testSession6() *pppoe.Session {
+func testSession6() *hdr.Session {
 	s := testSession()
 	s.IPv6 = true
 	return s

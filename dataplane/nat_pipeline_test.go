@@ -5,8 +5,8 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // stunProbe sends one UDP datagram from the LAN host's endpoint to dst

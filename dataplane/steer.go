@@ -4,9 +4,8 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 // Steering targets other than a worker index.
@@ -109,7 +108,7 @@ type steerer struct {
 	links   []*Link // one per worker
 	ctl     *Link   // other control frames, rate-limited (consumer: the control goroutine)
 	prio    *Link   // our session's control frames (consumer: the control goroutine)
-	session func() *pppoe.Session
+	session func() *hdr.Session
 	portErr func(nic.Port, error)
 	pool    *Pool
 	rx      []*nic.Frame
@@ -356,7 +355,7 @@ func (s *steerer) push(l *Link, fs []*nic.Frame) int {
 // that, PPPoE frames unicast to us (PADO, PADS, LCP and authentication
 // during login). Broadcast discovery (other hosts' PADIs) and other
 // sessions' frames are not.
-func sessionControl(b []byte, s *pppoe.Session) bool {
+func sessionControl(b []byte, s *hdr.Session) bool {
 	if b[0]&1 != 0 {
 		return false
 	}

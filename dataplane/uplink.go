@@ -8,10 +8,9 @@ package dataplane
 import (
 	"encoding/binary"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 // fromLAN handles a frame received on the LAN (Ethernet at the front).
@@ -355,7 +354,7 @@ func (w *Worker) toWAN(f *nic.Frame) {
 }
 
 // sessionMTU is the session's PPP MTU (1492 when unknown).
-func sessionMTU(s *pppoe.Session) int {
+func sessionMTU(s *hdr.Session) int {
 	if s == nil || s.MTU <= 0 {
 		return 1492
 	}

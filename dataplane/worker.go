@@ -5,11 +5,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/pin"
-	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/shaper"
 )
 
@@ -81,7 +80,7 @@ type Worker struct {
 	redirOut  [][]*nic.Frame
 	excOut    []*nic.Frame
 
-	sess    *pppoe.Session
+	sess    *hdr.Session
 	pubAddr uint32
 	mss     uint16
 	neigh   *Neighbors

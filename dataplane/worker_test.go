@@ -6,7 +6,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 func TestOutboundInboundUDP(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // ClientConfig configures a PPPoE client. Zero values select the defaults
@@ -152,8 +152,8 @@ type offer struct {
 type Client struct {
 	cfg     ClientConfig
 	conn    Conn
-	publish func(*Session)
-	sess    atomic.Pointer[Session]
+	publish func(*hdr.Session)
+	sess    atomic.Pointer[hdr.Session]
 
 	mu  sync.Mutex // guards everything below (Run's goroutine and accessors)
 	st  Status
@@ -185,7 +185,7 @@ type Client struct {
 // every new session snapshot (nil when the session goes down). publish
 // is called from Run's goroutine with the client's lock held: it must not
 // call back into the Client, and must not block.
-func NewClient(cfg ClientConfig, conn Conn, publish func(*Session)) *Client {
+func NewClient(cfg ClientConfig, conn Conn, publish func(*hdr.Session)) *Client {
 	cfg.defaults()
 	c := &Client{cfg: cfg, conn: conn, publish: publish, mac: conn.HardwareAddr(), buf: make([]byte, 0, 1600)}
 	c.tx = txQueue{conn: conn, onError: func(err error) { c.setError("write: %v (retrying)", err) }}
@@ -205,7 +205,7 @@ func (c *Client) Run(ctx context.Context) error {
 }
 
 // Session returns the current session snapshot, or nil when down.
-func (c *Client) Session() *Session { return c.sess.Load() }
+func (c *Client) Session() *hdr.Session { return c.sess.Load() }
 
 // Status returns a snapshot of the client's state and counters.
 func (c *Client) Status() Status {
@@ -662,7 +662,7 @@ func (c *Client) publishSession() {
 	c.st.MTU = l.mtu()
 	c.st.LocalIfID, c.st.PeerIfID = l.ourIfID, l.hisIfID
 	c.gen++
-	s := &Session{ID: c.st.SessionID, LocalMAC: c.mac, PeerMAC: c.chosen.mac, VLAN: c.cfg.VLAN, VLANPrio: c.cfg.VLANPrio,
+	s := &hdr.Session{ID: c.st.SessionID, LocalMAC: c.mac, PeerMAC: c.chosen.mac, VLAN: c.cfg.VLAN, VLANPrio: c.cfg.VLANPrio,
 		LocalAddr: l.ourAddr, PeerAddr: l.hisAddr, DNS: l.dns, MTU: l.mtu(), Gen: c.gen,
 		IPv6: l.ipv6Up, LocalIfID: l.ourIfID, PeerIfID: l.hisIfID}
 	c.sess.Store(s)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 func ipv4Packet(src, dst uint32, payload string) []byte {
@@ -99,7 +99,7 @@ func TestClientServerAuth(t *testing.T) {
 			}
 			// Decap of the server's frame with the published session.
 			f := newTestFrame(p.net.sent[len(p.net.sent)-1].b)
-			if r := s.Decap(f); r != DecapIPv4 || !bytes.Equal(f.Data(), down) {
+			if r := s.Decap(f); r != hdr.DecapIPv4 || !bytes.Equal(f.Data(), down) {
 				t.Fatalf("Decap of AC data frame: %v", r)
 			}
 			// IPv6 from the AC: only once IPv6CP is open, framed as PPP
@@ -114,7 +114,7 @@ func TestClientServerAuth(t *testing.T) {
 			} else {
 				p.net.run(time.Millisecond, nil)
 				f = newTestFrame(p.net.sent[len(p.net.sent)-1].b)
-				if err != nil || s.Decap(f) != DecapIPv6 || !bytes.Equal(f.Data(), v6) || p.s.Counters().IPv6Out != 1 {
+				if err != nil || s.Decap(f) != hdr.DecapIPv6 || !bytes.Equal(f.Data(), v6) || p.s.Counters().IPv6Out != 1 {
 					t.Fatalf("IPv6 from the AC: %v %x", err, p.net.sent[len(p.net.sent)-1].b)
 				}
 			}

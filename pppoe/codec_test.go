@@ -10,7 +10,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"go.uber.org/goleak"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 )
 
@@ -261,7 +261,7 @@ func FuzzClientInput(f *testing.F) {
 
 func TestEncapDecap(t *testing.T) {
 	for _, vlan := range []uint16{0, 7} {
-		s := &Session{ID: 0x11, LocalMAC: [6]byte{2, 0, 0, 0, 0, 1}, PeerMAC: [6]byte{2, 0, 0, 0, 0, 2}, VLAN: vlan, VLANPrio: 5}
+		s := &hdr.Session{ID: 0x11, LocalMAC: [6]byte{2, 0, 0, 0, 0, 1}, PeerMAC: [6]byte{2, 0, 0, 0, 0, 2}, VLAN: vlan, VLANPrio: 5}
 		ip := ipv4Packet(1, 2, "payload")
 		f := nic.NewFrame()
 		f.SetData(ip)
@@ -278,26 +278,26 @@ func TestEncapDecap(t *testing.T) {
 		// The peer's view: swap MACs and decap.
 		peer := *s
 		peer.LocalMAC, peer.PeerMAC = s.PeerMAC, s.LocalMAC
-		if r := peer.Decap(f); r != DecapIPv4 || !bytes.Equal(f.Data(), ip) {
+		if r := peer.Decap(f); r != hdr.DecapIPv4 || !bytes.Equal(f.Data(), ip) {
 			t.Fatalf("vlan %d: Decap %v", vlan, r)
 		}
 		other := peer
 		other.ID++
 		f.SetData(ip)
 		s.Encap(f)
-		if r := other.Decap(f); r != DecapWrongSession {
+		if r := other.Decap(f); r != hdr.DecapWrongSession {
 			t.Fatalf("other session: %v", r)
 		}
 	}
 	ctl := newTestFrame(fixLCPConfReq)
-	s := &Session{ID: 0x11, PeerMAC: [6]byte{2, 0, 0, 0, 0, 1}}
-	if r := s.Decap(ctl); r != DecapControl {
+	s := &hdr.Session{ID: 0x11, PeerMAC: [6]byte{2, 0, 0, 0, 0, 1}}
+	if r := s.Decap(ctl); r != hdr.DecapControl {
 		t.Fatalf("LCP frame: %v", r)
 	}
 }
 
 func TestEncapDecapAllocs(t *testing.T) {
-	s := &Session{ID: 0x11, LocalMAC: [6]byte{2, 0, 0, 0, 0, 1}, PeerMAC: [6]byte{2, 0, 0, 0, 0, 1}, VLAN: 7}
+	s := &hdr.Session{ID: 0x11, LocalMAC: [6]byte{2, 0, 0, 0, 0, 1}, PeerMAC: [6]byte{2, 0, 0, 0, 0, 1}, VLAN: 7}
 	ip := ipv4Packet(1, 2, "payload")
 	f := nic.NewFrame()
 	if n := testing.AllocsPerRun(1000, func() {
@@ -310,14 +310,14 @@ func TestEncapDecapAllocs(t *testing.T) {
 }
 
 func BenchmarkEncapDecap(b *testing.B) {
-	s := &Session{ID: 0x11, LocalMAC: [6]byte{2, 0, 0, 0, 0, 1}, PeerMAC: [6]byte{2, 0, 0, 0, 0, 1}}
+	s := &hdr.Session{ID: 0x11, LocalMAC: [6]byte{2, 0, 0, 0, 0, 1}, PeerMAC: [6]byte{2, 0, 0, 0, 0, 1}}
 	ip := ipv4Packet(1, 2, "payload")
 	f := nic.NewFrame()
 	b.ReportAllocs()
 	for b.Loop() {
 		f.Off, f.Len = nic.Headroom, copy(f.Buf[nic.Headroom:], ip)
 		s.Encap(f)
-		if s.Decap(f) != DecapIPv4 {
+		if s.Decap(f) != hdr.DecapIPv4 {
 			b.Fatal("decap")
 		}
 	}
@@ -333,16 +333,16 @@ func TestRunOverPipe(t *testing.T) {
 	defer b.Close()
 	srv := NewServer(ServerConfig{Auth: AuthCHAPMD5, Users: map[string]string{testUser: testPass},
 		LocalAddr: srvAddr, PoolFirst: poolLo, PoolLast: poolHi, RestartTimer: 200 * time.Millisecond}, b)
-	ups := make(chan *Session, 8)
+	ups := make(chan *hdr.Session, 8)
 	cli := NewClient(ClientConfig{Username: testUser, Password: testPass, PADOWait: time.Millisecond,
 		RestartTimer: 200 * time.Millisecond, EchoInterval: 50 * time.Millisecond, TerminateTimeout: 500 * time.Millisecond},
-		a, func(s *Session) { ups <- s })
+		a, func(s *hdr.Session) { ups <- s })
 	sctx, scancel := context.WithCancel(context.Background())
 	cctx, ccancel := context.WithCancel(context.Background())
 	serr, cerr := make(chan error, 1), make(chan error, 1)
 	go func() { serr <- srv.Run(sctx) }()
 	go func() { cerr <- cli.Run(cctx) }()
-	var s *Session
+	var s *hdr.Session
 	select {
 	case s = <-ups:
 	case <-time.After(10 * time.Second):

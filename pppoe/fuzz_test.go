@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 )
 
@@ -278,7 +278,7 @@ func FuzzDecap(f *testing.F) {
 	f.Add(uint16(0x11), uint16(7), uint8(5), append([]byte{}, fixLCPConfReq...), v6)
 	f.Add(uint16(0x11), uint16(0), uint8(0), append([]byte{}, fixPADS...), []byte{})
 	f.Fuzz(func(t *testing.T, id, vlan uint16, prio uint8, frame, ip []byte) {
-		s := &Session{ID: id, LocalMAC: [6]byte{2, 0, 0, 0, 0, 1}, PeerMAC: [6]byte{2, 0, 0, 0, 0, 2}, VLAN: vlan & 0xfff, VLANPrio: prio & 7}
+		s := &hdr.Session{ID: id, LocalMAC: [6]byte{2, 0, 0, 0, 0, 1}, PeerMAC: [6]byte{2, 0, 0, 0, 0, 2}, VLAN: vlan & 0xfff, VLANPrio: prio & 7}
 		if len(frame) > nic.MaxData {
 			frame = frame[:nic.MaxData]
 		}
@@ -286,9 +286,9 @@ func FuzzDecap(f *testing.F) {
 		fr.SetData(frame)
 		off, n := fr.Off, fr.Len
 		switch r := s.Decap(fr); r {
-		case DecapIPv4, DecapIPv6:
+		case hdr.DecapIPv4, hdr.DecapIPv6:
 			pf, err := ParseFrame(frame)
-			proto := map[DecapResult]uint16{DecapIPv4: pppIPv4, DecapIPv6: pppIPv6}[r]
+			proto := map[hdr.DecapResult]uint16{hdr.DecapIPv4: pppIPv4, hdr.DecapIPv6: pppIPv6}[r]
 			if err != nil || pf.EtherType != hdr.EtherTypePPPoESess || pf.Code != 0 || pf.SessionID != s.ID || pf.Src != s.PeerMAC ||
 				pf.VLAN != s.VLAN || len(pf.Payload) < 2 || be16(pf.Payload) != proto {
 				t.Fatalf("%v for %+v (%v)", r, pf, err)
@@ -296,7 +296,7 @@ func FuzzDecap(f *testing.F) {
 			if !bytes.Equal(fr.Data(), pf.Payload[2:]) || fr.Off < off || fr.Off+fr.Len > off+n {
 				t.Fatalf("data % x, want % x", fr.Data(), pf.Payload[2:])
 			}
-		case DecapControl, DecapBadFrame, DecapWrongSession, DecapNotPPPoE:
+		case hdr.DecapControl, hdr.DecapBadFrame, hdr.DecapWrongSession, hdr.DecapNotPPPoE:
 			if fr.Off != off || fr.Len != n || !bytes.Equal(fr.Data(), frame) {
 				t.Fatalf("%v changed the frame", r)
 			}
@@ -314,9 +314,9 @@ func FuzzDecap(f *testing.F) {
 		enc := append([]byte(nil), fr.Data()...)
 		peer := *s
 		peer.LocalMAC, peer.PeerMAC = s.PeerMAC, s.LocalMAC
-		want := DecapIPv4
+		want := hdr.DecapIPv4
 		if len(ip) > 0 && ip[0]>>4 == 6 {
-			want = DecapIPv6
+			want = hdr.DecapIPv6
 		}
 		if r := peer.Decap(fr); r != want || !bytes.Equal(fr.Data(), ip) {
 			t.Fatalf("round trip: %v, % x", r, fr.Data())
@@ -324,7 +324,7 @@ func FuzzDecap(f *testing.F) {
 		other := peer
 		other.ID++
 		fr.SetData(enc)
-		if r := other.Decap(fr); r != DecapWrongSession || !bytes.Equal(fr.Data(), enc) {
+		if r := other.Decap(fr); r != hdr.DecapWrongSession || !bytes.Equal(fr.Data(), enc) {
 			t.Fatalf("another session's frame: %v", r)
 		}
 	})

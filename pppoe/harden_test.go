@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // scriptedClient starts a client alone on a sim wire (the test plays the

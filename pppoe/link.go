@@ -8,7 +8,7 @@ import (
 	"encoding/binary"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 const (

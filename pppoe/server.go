@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // ErrNotUp is returned when sending on a session that is not up.

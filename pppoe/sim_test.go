@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // simNet is a deterministic wire for client/server cores: frames are
@@ -160,7 +162,7 @@ type simPair struct {
 	c         *Client
 	s         *Server
 	cn, sn    *simNode
-	published []*Session
+	published []*hdr.Session
 	cIn, sIn  [][]byte
 }
 
@@ -176,7 +178,7 @@ func newSimPair(t testing.TB, ccfg func(*ClientConfig), scfg func(*ServerConfig)
 	if scfg != nil {
 		scfg(&sc)
 	}
-	p.c = NewClient(cc, p.cn, func(s *Session) { p.published = append(p.published, s) })
+	p.c = NewClient(cc, p.cn, func(s *hdr.Session) { p.published = append(p.published, s) })
 	p.s = NewServer(sc, p.sn)
 	p.cn.c, p.sn.c = (*clientCore)(p.c), (*serverCore)(p.s)
 	n.start()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // errRingFull stands for the dataplane's ErrInjectFull: a transient
@@ -149,7 +151,7 @@ func TestRunTransientWriteErrors(t *testing.T) {
 			}
 			return nil
 		}})
-	ups := make(chan *Session, 8)
+	ups := make(chan *hdr.Session, 8)
 	fc := &flakyConn{Conn: a, fail: func(n int) error {
 		if n%2 == 1 {
 			return errRingFull
@@ -158,7 +160,7 @@ func TestRunTransientWriteErrors(t *testing.T) {
 	}}
 	cli := NewClient(ClientConfig{Username: testUser, Password: testPass, PADOWait: time.Millisecond,
 		RestartTimer: 200 * time.Millisecond, EchoInterval: 50 * time.Millisecond, TerminateTimeout: 500 * time.Millisecond,
-	}, fc, func(s *Session) { ups <- s })
+	}, fc, func(s *hdr.Session) { ups <- s })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	serr, cerr := make(chan error, 1), make(chan error, 1)

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
 	"github.com/pppfwd/pppfwd/shaper"

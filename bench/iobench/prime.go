@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 )
 

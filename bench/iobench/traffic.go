@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // Flow is one flow of the generated traffic. For ICMP flows SrcPort is the

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane"
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/ndp"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/pppoe/dhcp6"
 )

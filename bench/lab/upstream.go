@@ -9,7 +9,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/tap"
 	"github.com/pppfwd/pppfwd/pppoe"

@@ -16,8 +16,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // Result is one measurement. The *_ns figures are wall-clock ns per

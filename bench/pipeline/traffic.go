@@ -11,8 +11,8 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 // Addresses of the synthetic topology (documentation ranges).
@@ -34,8 +34,8 @@ func ipv4(a, b, c, d byte) uint32 { return uint32(a)<<24 | uint32(b)<<16 | uint3
 func netIP(a uint32) net.IP { return net.IPv4(byte(a>>24), byte(a>>16), byte(a>>8), byte(a)).To4() }
 
 // Session is the synthetic PPPoE session.
-func Session() *pppoe.Session {
-	return &pppoe.Session{ID: sessionID, LocalMAC: WANMAC, PeerMAC: ACMAC,
+func Session() *hdr.Session {
+	return &hdr.Session{ID: sessionID, LocalMAC: WANMAC, PeerMAC: ACMAC,
 		LocalAddr: PublicAddr, PeerAddr: PeerAddr, MTU: 1492, Gen: 1}
 }
 

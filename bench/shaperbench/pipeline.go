@@ -7,10 +7,9 @@ import (
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
-	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/shaper"
 )
 
@@ -120,7 +119,7 @@ func (f *pipeFlow) pop() inflight {
 type pipePath struct {
 	e        *dataplane.Engine
 	lan, wan *memport.Port
-	sess     *pppoe.Session
+	sess     *hdr.Session
 	uplink   bool
 	workers  int
 	drop     func(*Packet)

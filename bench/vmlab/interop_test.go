@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/nettest"
 	"github.com/pppfwd/pppfwd/nic/rawsock"
@@ -36,7 +36,7 @@ func ipString(a uint32) string {
 // exchange sends the IP packet pkt over session s on data and reads for
 // wait until a frame that decapsulates as want carries a packet match
 // accepts.
-func exchange(t *testing.T, data *rawsock.Conn, s *pppoe.Session, pkt []byte, want pppoe.DecapResult, wait time.Duration, match func(ip []byte) bool) bool {
+func exchange(t *testing.T, data *rawsock.Conn, s *hdr.Session, pkt []byte, want hdr.DecapResult, wait time.Duration, match func(ip []byte) bool) bool {
 	t.Helper()
 	f := nic.NewFrame()
 	f.SetData(pkt)
@@ -243,7 +243,7 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 	})
 
 	// Session up with everything IPCP gave us.
-	var s *pppoe.Session
+	var s *hdr.Session
 	if !waitFor(90*time.Second, func() bool { s = client.Session(); return s != nil }) {
 		t.Fatalf("no session after 90 s; status %+v", client.Status())
 	}
@@ -312,7 +312,7 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 		payload := fmt.Sprintf("pppfwd-%d", seq)
 		got := false
 		for try := 0; try < 10 && !got; try++ {
-			got = exchange(t, data, s, icmpEcho(s.LocalAddr, s.PeerAddr, 8, 0x4242, seq, []byte(payload)), pppoe.DecapIPv4, time.Second,
+			got = exchange(t, data, s, icmpEcho(s.LocalAddr, s.PeerAddr, 8, 0x4242, seq, []byte(payload)), hdr.DecapIPv4, time.Second,
 				func(ip []byte) bool {
 					e, ok := parseEcho(ip)
 					return ok && e.typ == 0 && e.id == 0x4242 && e.seq == seq && e.payload == payload &&
@@ -360,7 +360,7 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 			binary.BigEndian.PutUint16(m[6:], uint16(try))
 			copy(m[8:], "pppfwd")
 			hdr.ICMP6Checksum(m, &src, &dst)
-			got = exchange(t, data, s, pkt, pppoe.DecapIPv6, 500*time.Millisecond, func(b []byte) bool {
+			got = exchange(t, data, s, pkt, hdr.DecapIPv6, 500*time.Millisecond, func(b []byte) bool {
 				ip := hdr.IPv6(b)
 				if !ip.IsValid() || ip.NextHeader() != hdr.ProtoICMP6 || ip.Src() != dst || ip.Dst() != src {
 					return false
@@ -421,7 +421,7 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 		if out, err := vm.Run("kill -" + sig + " $(pidof pppd)"); err != nil {
 			t.Fatalf("kill -%s pppd: %v %s", sig, err, out)
 		}
-		var ns *pppoe.Session
+		var ns *hdr.Session
 		if !waitFor(60*time.Second, func() bool {
 			ns = client.Session()
 			return ns != nil && ns != old && ns.ID != old.ID

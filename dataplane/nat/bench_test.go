@@ -3,7 +3,7 @@ package nat
 import (
 	"testing"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // benchTable has n UDP flows from 64 hosts; it returns the table and the

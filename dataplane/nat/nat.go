@@ -80,7 +80,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // Verdict is what the worker does with a packet after translation.

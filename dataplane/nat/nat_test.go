@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 func out(tb testing.TB, tab *Table, tu tuple, now int64) (Verdict, []byte) {

@@ -3,7 +3,7 @@ package nat
 import (
 	"encoding/binary"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // Ownership.

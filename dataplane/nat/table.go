@@ -4,7 +4,7 @@ import (
 	"math/bits"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // Slot kinds (high nibble of entry.meta); the low nibble is the protocol

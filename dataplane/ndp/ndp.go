@@ -16,7 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // ICMPv6 types and ND constants not in hdr.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 func addr(s string) hdr.Addr6 { return netip.MustParseAddr(s).As16() }

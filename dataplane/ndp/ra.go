@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // Lifetimes on the wire and time.Duration.

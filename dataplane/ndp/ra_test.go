@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // parseBuiltRA builds ra, checks Parse accepts the frame as an RA, and

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pppfwd/pppfwd/pppoe"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // Session hooks run off the fast path, one at a time and in order, on a
@@ -56,8 +56,8 @@ const (
 
 type hookEvent struct {
 	up bool
-	s  pppoe.Session // a copy: the up session, or the one that went down
-	v6 *lan6Event    // set for an IPv6 prefix event (then s is unused)
+	s  hdr.Session // a copy: the up session, or the one that went down
+	v6 *lan6Event  // set for an IPv6 prefix event (then s is unused)
 }
 
 // lan6Event is the LAN's IPv6 prefix for IPv6Script.
@@ -75,8 +75,8 @@ type hooks struct {
 
 	mu     sync.Mutex // publish vs close
 	closed bool
-	last   *pppoe.Session // the last session published up (its down event reuses it)
-	last6  *lan6Event     // the last IPv6 prefix published up
+	last   *hdr.Session // the last session published up (its down event reuses it)
+	last6  *lan6Event   // the last IPv6 prefix published up
 }
 
 func newHooks(cfg *Config, logf func(string, ...any)) *hooks {
@@ -89,7 +89,7 @@ func newHooks(cfg *Config, logf func(string, ...any)) *hooks {
 }
 
 // publish queues the hook work for a session change (nil: down).
-func (h *hooks) publish(s *pppoe.Session) {
+func (h *hooks) publish(s *hdr.Session) {
 	if h == nil {
 		return
 	}

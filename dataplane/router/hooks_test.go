@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/memport"
-	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 // TestSessionHooks: a session coming up rewrites the resolv file and runs
@@ -39,10 +39,10 @@ func TestSessionHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &pppoe.Session{ID: 0x1234, LocalAddr: 0x64400007, PeerAddr: 0x64400001, DNS: [2]uint32{0x08080808, 0x01010101}, MTU: 1492}
+	s := &hdr.Session{ID: 0x1234, LocalAddr: 0x64400007, PeerAddr: 0x64400001, DNS: [2]uint32{0x08080808, 0x01010101}, MTU: 1492}
 	r.publish(s)
 	r.publish(nil)
-	r.publish(&pppoe.Session{ID: 0x1235, LocalAddr: 0x64400008, PeerAddr: 0x64400001, MTU: 1500}) // no DNS
+	r.publish(&hdr.Session{ID: 0x1235, LocalAddr: 0x64400008, PeerAddr: 0x64400001, MTU: 1500}) // no DNS
 	r.Close()
 	r.publish(nil) // after Close: ignored, no panic
 	got, err := os.ReadFile(resolv)
@@ -85,10 +85,10 @@ func TestSessionHooks(t *testing.T) {
 // dropped event does not unpair them.
 func TestHookPairing(t *testing.T) {
 	h := &hooks{cfg: &Config{}, logf: func(string, ...any) {}, events: make(chan hookEvent, 2), done: make(chan struct{})}
-	s1 := &pppoe.Session{ID: 1, LocalAddr: 10, MTU: 1500}
+	s1 := &hdr.Session{ID: 1, LocalAddr: 10, MTU: 1500}
 	h.publish(nil) // down without an up: nothing
 	h.publish(s1)
-	h.publish(&pppoe.Session{ID: 1, LocalAddr: 10, MTU: 1492}) // the same session, new MTU
+	h.publish(&hdr.Session{ID: 1, LocalAddr: 10, MTU: 1492}) // the same session, new MTU
 	h.publish(nil)
 	if len(h.events) != 2 {
 		t.Fatalf("%d events queued, want up and down", len(h.events))
@@ -100,7 +100,7 @@ func TestHookPairing(t *testing.T) {
 	// A full queue drops the up: its down must not run either.
 	h.events <- hookEvent{}
 	h.events <- hookEvent{}
-	h.publish(&pppoe.Session{ID: 2})
+	h.publish(&hdr.Session{ID: 2})
 	<-h.events
 	<-h.events
 	h.publish(nil)
@@ -108,7 +108,7 @@ func TestHookPairing(t *testing.T) {
 		t.Fatalf("a down ran for an up that was dropped")
 	}
 	// A dropped down keeps the session: the next down for it still runs.
-	h.publish(&pppoe.Session{ID: 3})
+	h.publish(&hdr.Session{ID: 3})
 	h.events <- hookEvent{}
 	h.publish(nil) // dropped
 	<-h.events
@@ -141,7 +141,7 @@ func TestHookScriptTimeout(t *testing.T) {
 		h := newHooks(&Config{UpScript: c.script}, func(f string, a ...any) { msgs = append(msgs, fmt.Sprintf(f, a...)) })
 		h.timeout = 300 * time.Millisecond
 		t0 := time.Now()
-		h.publish(&pppoe.Session{ID: 1})
+		h.publish(&hdr.Session{ID: 1})
 		h.close()
 		if d := time.Since(t0); d > 4*time.Second {
 			t.Fatalf("%s: hooks took %v", filepath.Base(c.script), d)

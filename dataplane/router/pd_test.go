@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane"
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/memport"
-	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/pppoe/dhcp6"
 )
 
@@ -24,7 +23,7 @@ type pdRig struct {
 	p    *pd
 	wan  *memport.Port
 	srv  *dhcp6.Server
-	sess *pppoe.Session
+	sess *hdr.Session
 	mu   sync.Mutex
 	seen []dhcp6.MsgType
 	drop bool // the server does not answer
@@ -48,7 +47,7 @@ func newPDRig(t *testing.T, valid time.Duration, ipv6Script string) *pdRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr.sess = &pppoe.Session{ID: 7, LocalMAC: wanMAC, PeerMAC: [6]byte{2, 0, 0, 0, 0, 3}, LocalAddr: 0x0a000002,
+	pr.sess = &hdr.Session{ID: 7, LocalMAC: wanMAC, PeerMAC: [6]byte{2, 0, 0, 0, 0, 3}, LocalAddr: 0x0a000002,
 		PeerAddr: 0x0a000001, MTU: 1492, IPv6: true, LocalIfID: [8]byte{7: 9}, PeerIfID: [8]byte{7: 1}}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.Start()

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane"
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/nic/afxdp"
@@ -143,7 +143,7 @@ func threadCPU() int64 {
 	return int64(d)
 }
 
-func (r *Router) publish(s *pppoe.Session) {
+func (r *Router) publish(s *hdr.Session) {
 	if s == nil {
 		r.logf("pppfwd: session down")
 	} else {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/nettest"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
@@ -83,9 +84,9 @@ func TestIntegrationPPPoEOverVeth(t *testing.T) {
 	a, b := vethPair(t)
 	srv := pppoe.NewServer(pppoe.ServerConfig{Auth: pppoe.AuthPAP, Users: map[string]string{"u": "p"},
 		LocalAddr: 0x0a000001, PoolFirst: 0x0a000002, PoolLast: 0x0a000010, DNS: [2]uint32{0x08080808}, VLAN: 7}, b)
-	ups := make(chan *pppoe.Session, 4)
+	ups := make(chan *hdr.Session, 4)
 	cli := pppoe.NewClient(pppoe.ClientConfig{Username: "u", Password: "p", VLAN: 7, VLANPrio: 1, HostUniq: true,
-		TerminateTimeout: time.Second}, a, func(s *pppoe.Session) { ups <- s })
+		TerminateTimeout: time.Second}, a, func(s *hdr.Session) { ups <- s })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cctx, ccancel := context.WithCancel(ctx)

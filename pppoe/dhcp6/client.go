@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // ClientConfig configures a Client. Zero values select the defaults noted

@@ -36,7 +36,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // UDP ports (RFC 8415 7.2).

@@ -13,7 +13,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // Fixtures: DHCPv6 payloads as tshark decodes them.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
+	"github.com/pppfwd/pppfwd/hdr"
 )
 
 // ServerConfig configures a Server.

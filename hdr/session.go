@@ -1,10 +1,9 @@
-// Package pppoe implements pppfwd's PPPoE client (RFC 2516 discovery, PPP
-// LCP/PAP/CHAP/IPCP/IPv6CP), an access concentrator for labs and tests, and
-// the zero-allocation session encapsulation used on the fast path.
-package pppoe
+// The PPPoE session codec the fast path needs: the session snapshot the
+// control plane publishes and the zero-allocation Encap/Decap.
+
+package hdr
 
 import (
-	"github.com/pppfwd/pppfwd/dataplane/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 )
 
@@ -29,9 +28,9 @@ type Session struct {
 
 // EncapLen is the bytes Encap pushes in front of an IP packet.
 func (s *Session) EncapLen() int {
-	n := hdr.EthernetLen + hdr.PPPoELen + hdr.PPPLen
+	n := EthernetLen + PPPoELen + PPPLen
 	if s.VLAN != 0 {
-		n += hdr.VLANLen
+		n += VLANLen
 	}
 	return n
 }
@@ -55,7 +54,7 @@ func (s *Session) Encap(f *nic.Frame) bool {
 		o = 16
 	}
 	b[o], b[o+1] = 0x88, 0x64
-	hdr.PPPoE(b[o+2:]).SetSession(s.ID, ipLen+hdr.PPPLen)
+	PPPoE(b[o+2:]).SetSession(s.ID, ipLen+PPPLen)
 	b[o+8], b[o+9] = 0x00, 0x21
 	if d := f.Data(); ipLen > 0 && d[len(b)]>>4 == 6 {
 		b[o+9] = 0x57 // IPv6
@@ -80,37 +79,37 @@ const (
 // length. Other frames are classified and left untouched.
 func (s *Session) Decap(f *nic.Frame) DecapResult {
 	b := f.Data()
-	eth := hdr.Ethernet(b)
+	eth := Ethernet(b)
 	if !eth.IsValid() {
 		return DecapBadFrame
 	}
-	o := hdr.EthernetLen
+	o := EthernetLen
 	et := eth.Type()
-	if et == hdr.EtherTypeVLAN {
-		if len(b) < o+hdr.VLANLen {
+	if et == EtherTypeVLAN {
+		if len(b) < o+VLANLen {
 			return DecapBadFrame
 		}
-		v := hdr.VLAN(b[o:])
+		v := VLAN(b[o:])
 		if v.ID() != s.VLAN { // tagged, but not with our VLAN (or we use none)
-			if t := v.Type(); t == hdr.EtherTypePPPoESess || t == hdr.EtherTypePPPoEDisc {
+			if t := v.Type(); t == EtherTypePPPoESess || t == EtherTypePPPoEDisc {
 				return DecapWrongSession
 			}
 			return DecapNotPPPoE
 		}
 		et = v.Type()
-		o += hdr.VLANLen
-	} else if s.VLAN != 0 && (et == hdr.EtherTypePPPoESess || et == hdr.EtherTypePPPoEDisc) {
+		o += VLANLen
+	} else if s.VLAN != 0 && (et == EtherTypePPPoESess || et == EtherTypePPPoEDisc) {
 		return DecapWrongSession // untagged, but the session runs on a VLAN
 	}
 	switch et {
-	case hdr.EtherTypePPPoESess:
-	case hdr.EtherTypePPPoEDisc:
+	case EtherTypePPPoESess:
+	case EtherTypePPPoEDisc:
 		return DecapControl
 	default:
 		return DecapNotPPPoE
 	}
-	p := hdr.PPPoE(b[o:])
-	if !p.IsValid() || p.Code() != 0 || p.Length() < hdr.PPPLen {
+	p := PPPoE(b[o:])
+	if !p.IsValid() || p.Code() != 0 || p.Length() < PPPLen {
 		return DecapBadFrame
 	}
 	if p.SessionID() != s.ID || [6]byte(eth.Src()) != s.PeerMAC {
@@ -118,14 +117,14 @@ func (s *Session) Decap(f *nic.Frame) DecapResult {
 	}
 	r := DecapIPv4
 	switch p.PPPProto() {
-	case hdr.PPPIPv4:
-	case hdr.PPPIPv6:
+	case PPPIPv4:
+	case PPPIPv6:
 		r = DecapIPv6
 	default:
 		return DecapControl
 	}
-	n := int(p.Length()) - hdr.PPPLen
-	f.Pull(o + hdr.PPPoELen + hdr.PPPLen)
+	n := int(p.Length()) - PPPLen
+	f.Pull(o + PPPoELen + PPPLen)
 	f.Truncate(n)
 	return r
 }
