@@ -220,17 +220,20 @@ func waitRecovered(t *testing.T, l *Lab, d time.Duration) pppoe.Status {
 	}
 }
 
-// TestIntegrationFaultFlap takes the router's WAN veth down for 2 s and
-// up again, under each backend. The LCP echo (0.5 s, 2 misses) drops the
+// TestIntegrationFaultFlap takes the router's WAN veth down for 5 s and
+// up again, under each backend. The LCP echo (1 s, 3 misses) drops the
 // session while the link is down; the router keeps running and a new
 // session comes up, and traffic flows, within 30 s.
 func TestIntegrationFaultFlap(t *testing.T) {
 	for _, backend := range []string{"afpacket", "afxdp"} {
 		t.Run(backend, func(t *testing.T) {
-			l := startLab(t, Options{Backend: backend, Workers: 2, EchoInterval: 500 * time.Millisecond, EchoFailures: 2})
+			// 3 missed echoes a second apart end the session while the link
+			// is down for 5 s; on a loaded machine a shorter echo timeout
+			// ends the new session too.
+			l := startLab(t, Options{Backend: backend, Workers: 2, EchoInterval: time.Second, EchoFailures: 3})
 			requireEchoes(t, l, 8, 3, "before the flap")
 			st0 := l.R.Client().Status()
-			if err := l.FlapWAN(2 * time.Second); err != nil {
+			if err := l.FlapWAN(5 * time.Second); err != nil {
 				t.Fatal(err)
 			}
 			up := time.Now()
