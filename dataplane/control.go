@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,7 +13,6 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane/slowpath"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/pppoe"
 )
 
 // ControlConfig configures the control plane of an Engine.
@@ -62,7 +63,7 @@ type ControlStats struct {
 
 // Control is the off-fast-path side of an Engine: one goroutine (Run)
 // takes control and exception frames from the workers, feeds PPPoE
-// control frames to the client through a pppoe.Conn, answers or forwards
+// control frames to the client through a WANConn, answers or forwards
 // LAN exceptions, learns and resolves LAN neighbours (ARP), and sends
 // frames back through the engine. Nothing here runs per data packet.
 type Control struct {
@@ -479,13 +480,16 @@ func (c *Control) echoInPlace(ipb []byte, addr uint32) bool {
 	return true
 }
 
-// WANConn returns the pppoe.Conn through which the PPPoE client talks to
-// the access concentrator over the engine's WAN port.
-func (c *Control) WANConn() pppoe.Conn { return controlConn{c} }
+// WANConn returns the Conn through which the PPPoE client talks to the
+// access concentrator over the engine's WAN port. It has the methods of
+// pppoe.Conn (the dataplane imports no control protocol): ReadFrame's
+// timeout is os.ErrDeadlineExceeded, a closed Conn's error net.ErrClosed.
+func (c *Control) WANConn() WANConn { return WANConn{c} }
 
-type controlConn struct{ c *Control }
+// WANConn carries the PPPoE client's frames (see Control.WANConn).
+type WANConn struct{ c *Control }
 
-func (cc controlConn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
+func (cc WANConn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 	c := cc.c
 	// Our session's frames first, whatever else waits.
 	select {
@@ -507,26 +511,26 @@ func (cc controlConn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 		c.free <- buf[:cap(buf)]
 		return n, nil
 	case <-t.C:
-		return 0, pppoe.ErrTimeout
+		return 0, os.ErrDeadlineExceeded
 	case <-c.closed:
-		return 0, pppoe.ErrClosed
+		return 0, net.ErrClosed
 	}
 }
 
 // WriteFrame queues b on the WAN. ErrInjectFull is transient (the client
-// retries); after Close it returns pppoe.ErrClosed, the permanent error.
-func (cc controlConn) WriteFrame(b []byte) error {
+// retries); after Close it returns net.ErrClosed, the permanent error.
+func (cc WANConn) WriteFrame(b []byte) error {
 	select {
 	case <-cc.c.closed:
-		return pppoe.ErrClosed
+		return net.ErrClosed
 	default:
 	}
 	return cc.c.e.Send(ToWAN, b)
 }
 
-func (cc controlConn) HardwareAddr() [6]byte { return cc.c.cfg.WANMAC }
+func (cc WANConn) HardwareAddr() [6]byte { return cc.c.cfg.WANMAC }
 
-func (cc controlConn) Close() error {
+func (cc WANConn) Close() error {
 	cc.c.once.Do(func() { close(cc.c.closed) })
 	return nil
 }

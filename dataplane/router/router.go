@@ -165,6 +165,9 @@ func (r *Router) Client() *pppoe.Client { return r.cli }
 // Control returns the control plane.
 func (r *Router) Control() *dataplane.Control { return r.ctl }
 
+// The control plane's WAN side is the PPPoE client's Conn.
+var _ pppoe.Conn = dataplane.WANConn{}
+
 // Run forwards until ctx is done, then ends the session cleanly (LCP
 // Terminate, PADT), stops the workers and closes the ports.
 func (r *Router) Run(ctx context.Context) error {
