@@ -72,7 +72,7 @@ func TestHotFunctionsZeroAlloc(t *testing.T) {
 	r := newRig(t, 1, nil)
 	fr := wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 1, dport: 2000, proto: layers.IPProtocolUDP, payload: 8})
 	owner := r.e.Owner()
-	if a := testing.AllocsPerRun(1000, func() { classify(fr, owner) }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { _, _ = classify(fr, owner) }); a != 0 {
 		t.Fatalf("classify allocs %.1f", a)
 	}
 	ring := NewRing(64)
@@ -132,7 +132,7 @@ func BenchmarkClassify(b *testing.B) {
 	owner := r.e.Owner()
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		classify(fr, owner)
+		_, _ = classify(fr, owner)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pkt")
 }

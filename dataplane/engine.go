@@ -405,7 +405,7 @@ func (e *Engine) PollControl(fn func(d Dir, b []byte)) int {
 			n := l.Data.Pop(buf[:])
 			for _, f := range buf[:n] {
 				if l != e.ctlLink && l != e.prioLink {
-					d = Dir(f.Aux)
+					d = Dir(f.Kind)
 				}
 				fn(d, f.Data())
 			}
@@ -465,7 +465,7 @@ func (e *Engine) Send(d Dir, b []byte) error {
 		e.injectPool.Put(f)
 		return errors.New("dataplane: frame too large")
 	}
-	f.Aux = uint32(d)
+	f.Kind = uint8(d)
 	e.pickInject()
 	for i := range e.inject {
 		k := (e.injectCur + i) % len(e.inject)

@@ -1,10 +1,14 @@
 package dataplane
 
 import (
+	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 func fuzzSeeds(f *testing.F) {
@@ -75,7 +79,8 @@ func FuzzClassifyVsGopacket(f *testing.F) {
 		owner[i] = uint8(i % 7)
 	}
 	f.Fuzz(func(t *testing.T, b []byte, _ bool) {
-		got := classify(b, owner)
+		got, l3 := classify(b, owner)
+		checkDecapAt(t, b, l3)
 		p := gopacket.NewPacket(b, layers.LayerTypeEthernet, gopacket.DecodeOptions{NoCopy: true})
 		eth, _ := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
 		if eth == nil {
@@ -127,4 +132,28 @@ func FuzzClassifyVsGopacket(f *testing.F) {
 			t.Fatalf("classify %d, gopacket-derived owner %d (%v)", got, want, p)
 		}
 	})
+}
+
+// checkDecapAt: decapsulating with the network-header offset classify
+// recorded (Frame.L3) gives exactly what a full parse gives, for our
+// session's frames and for every other frame (other sessions, VLANs,
+// truncated headers).
+func checkDecapAt(t *testing.T, b []byte, l3 int) {
+	if l3 < 0 || l3 > len(b) {
+		t.Fatalf("classify: network header at %d of a %d-byte frame", l3, len(b))
+	}
+	if l3 == 0 || len(b) > nic.MaxData {
+		return
+	}
+	for _, s := range []*hdr.Session{testSession(), {ID: sessionID, PeerMAC: [6]byte(b[6:12]), VLAN: 7}, {ID: binary.BigEndian.Uint16(b[l3-6:]), PeerMAC: [6]byte(b[6:12])}} {
+		f1, f2 := nic.NewFrame(), nic.NewFrame()
+		f1.SetData(b)
+		f2.SetData(b)
+		f1.L3 = uint16(l3)
+		r1, r2 := s.Decap(f1), s.Decap(f2)
+		decapped := r1 == hdr.DecapIPv4 || r1 == hdr.DecapIPv6
+		if r1 != r2 || !bytes.Equal(f1.Data(), f2.Data()) || decapped && (f1.L3 != 0 || f2.L3 != 0) {
+			t.Fatalf("Decap with the classifier's offset: %v %x; full parse: %v %x", r1, f1.Data(), r2, f2.Data())
+		}
+	}
 }

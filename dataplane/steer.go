@@ -25,78 +25,83 @@ const (
 	steerFirst = 1 << 16
 )
 
-// classify reads fixed offsets of a WAN frame and returns the worker that
-// owns it (by inner destination port, ICMP echo id, or for ICMP errors the
-// embedded header's source port/id), or a negative target. It never reads
-// past b. Frames whose inner packet cannot be keyed cheaply (IP options,
-// truncated headers) go to worker 0, whose full parser drops and counts
-// them. A first fragment's worker has steerFirst or-ed in; a later
-// fragment is toLaterFrag.
-func classify(b []byte, owner *[65536]uint8) int {
-	if len(b) < hdr.EthernetLen {
-		return toDrop
+// classify reads a WAN frame's headers through hdr views, at fixed
+// offsets, and returns the worker that owns it (by inner destination
+// port, ICMP echo id, or for ICMP errors the embedded header's source
+// port/id) or a negative target, and for a PPPoE session frame the offset
+// of its network header (0 otherwise), which decapsulation reuses. It
+// never reads past b. Frames whose inner packet cannot be keyed cheaply
+// (IP options, truncated headers) go to worker 0, whose full parser drops
+// and counts them. A first fragment's worker has steerFirst or-ed in; a
+// later fragment is toLaterFrag.
+func classify(b []byte, owner *[65536]uint8) (target, l3 int) {
+	eth := hdr.Ethernet(b)
+	if !eth.IsValid() {
+		return toDrop, 0
 	}
-	o := 12
-	et := binary.BigEndian.Uint16(b[o:])
+	o, et := hdr.EthernetLen, eth.Type()
 	if et == hdr.EtherTypeVLAN {
-		if len(b) < 18 {
-			return toDrop
+		v := hdr.VLAN(b[o:])
+		if !v.IsValid() {
+			return toDrop, 0
 		}
-		o = 16
-		et = binary.BigEndian.Uint16(b[o:])
+		o, et = o+hdr.VLANLen, v.Type()
 	}
-	if et != hdr.EtherTypePPPoESess {
-		if et == hdr.EtherTypePPPoEDisc {
-			return toControl
-		}
-		return toNotPPPoE
+	switch et {
+	case hdr.EtherTypePPPoESess:
+	case hdr.EtherTypePPPoEDisc:
+		return toControl, 0
+	default:
+		return toNotPPPoE, 0
 	}
-	p := o + 2
-	if len(b) < p+hdr.PPPoELen+hdr.PPPLen || b[p] != 0x11 || b[p+1] != 0 {
-		return toDrop
+	p := hdr.PPPoE(b[o:])
+	if len(p) < hdr.PPPoELen+hdr.PPPLen || p[0] != 0x11 || p.Code() != 0 {
+		return toDrop, 0
 	}
-	switch binary.BigEndian.Uint16(b[p+6:]) {
+	l3 = o + hdr.PPPoELen + hdr.PPPLen
+	switch p.PPPProto() {
 	case hdr.PPPIPv4:
 	case hdr.PPPIPv6:
-		return toIPv6
+		return toIPv6, l3
 	default:
-		return toControl
+		return toControl, l3 // PPP control: sessionControl reads its session id
 	}
-	ip := p + hdr.PPPoELen + hdr.PPPLen
-	if len(b) < ip+hdr.IPv4MinLen || b[ip] != 0x45 {
-		return 0
+	ip := hdr.IPv4(b[l3:])
+	if len(ip) < hdr.IPv4MinLen || ip[0] != 0x45 {
+		return 0, l3
 	}
 	first := 0
-	if fr := binary.BigEndian.Uint16(b[ip+6:]); fr&0x1fff != 0 {
-		return toLaterFrag // a last fragment may carry less than 8 bytes
-	} else if fr&0x2000 != 0 {
+	if ip.FragOffset() != 0 {
+		return toLaterFrag, l3 // a last fragment may carry less than 8 bytes
+	} else if ip.MoreFragments() {
 		first = steerFirst
 	}
-	if len(b) < ip+hdr.IPv4MinLen+8 {
-		return 0
+	l4 := ip[hdr.IPv4MinLen:]
+	if len(l4) < 8 {
+		return 0, l3
 	}
-	l4 := ip + hdr.IPv4MinLen
-	switch b[ip+9] {
+	switch ip.Protocol() {
 	case hdr.ProtoTCP, hdr.ProtoUDP:
-		return int(owner[binary.BigEndian.Uint16(b[l4+2:])]) | first
+		return int(owner[hdr.Ports(l4).Dst()]) | first, l3
 	case hdr.ProtoICMP:
-		switch b[l4] {
+		switch l4[0] {
 		case hdr.ICMPEchoReply, hdr.ICMPEcho:
-			return int(owner[binary.BigEndian.Uint16(b[l4+4:])]) | first
+			return int(owner[binary.BigEndian.Uint16(l4[4:])]) | first, l3
 		case hdr.ICMPDestUnreach, hdr.ICMPTimeExceeded, hdr.ICMPParamProblem:
-			in := l4 + hdr.ICMPLen
-			if len(b) < in+hdr.IPv4MinLen+8 || b[in] != 0x45 {
-				return 0
+			in := hdr.IPv4(l4[hdr.ICMPLen:])
+			if len(in) < hdr.IPv4MinLen+8 || in[0] != 0x45 {
+				return 0, l3
 			}
-			switch b[in+9] {
+			q := in[hdr.IPv4MinLen:]
+			switch in.Protocol() {
 			case hdr.ProtoTCP, hdr.ProtoUDP:
-				return int(owner[binary.BigEndian.Uint16(b[in+hdr.IPv4MinLen:])])
+				return int(owner[hdr.Ports(q).Src()]), l3
 			case hdr.ProtoICMP:
-				return int(owner[binary.BigEndian.Uint16(b[in+hdr.IPv4MinLen+4:])])
+				return int(owner[binary.BigEndian.Uint16(q[4:])]), l3
 			}
 		}
 	}
-	return 0
+	return 0, l3
 }
 
 // steerer moves WAN frames from the WAN port's RX queues to the owning
@@ -257,16 +262,17 @@ func (s *steerer) pollQueue(q int) int {
 	t0 := s.clock()
 	sess := s.session()
 	for _, f := range s.rx[:got] {
-		w := classify(f.Data(), s.owner)
+		w, l3 := classify(f.Data(), s.owner)
+		f.L3 = uint16(l3)
 		if w >= steerFirst || w == toLaterFrag {
-			w = s.steerFragment(f.Data(), w, t0)
+			w = s.steerFragment(f, w, t0)
 		}
 		switch {
 		case w >= 0:
 			s.out[w] = append(s.out[w], f)
 		case w == toControl:
 			switch {
-			case sessionControl(f.Data(), sess):
+			case sessionControl(f.Data(), l3, sess):
 				s.prioOut = append(s.prioOut, f)
 			case s.ctlLimit.allow(t0):
 				s.ctlOut = append(s.ctlOut, f)
@@ -278,8 +284,7 @@ func (s *steerer) pollQueue(q int) int {
 			s.c.Drops[DropUnsupported]++
 			s.pool.Put(f)
 		case w == toIPv6:
-			b := f.Data()
-			k := steer6(b, wanIPOffset(b), len(s.links))
+			k := steer6(f.Data(), l3, len(s.links))
 			s.out[k] = append(s.out[k], f)
 		default:
 			s.c.Drops[DropBadPPPoE]++
@@ -304,8 +309,8 @@ func (s *steerer) pollQueue(q int) int {
 // steerFragment remembers the worker of a first fragment (w has
 // steerFirst set) and sends a later one to the worker its first went to
 // (worker 0, which drops it, when none is known).
-func (s *steerer) steerFragment(b []byte, w int, now int64) int {
-	ip := wanIPv4(b)
+func (s *steerer) steerFragment(f *nic.Frame, w int, now int64) int {
+	ip := hdr.IPv4(f.Data()[f.L3:])
 	if w >= steerFirst {
 		w &^= steerFirst
 		s.frags.put(ip, uint32(w), now)
@@ -322,20 +327,6 @@ func (s *steerer) steerFragment(b []byte, w int, now int64) int {
 	return 0
 }
 
-// wanIPv4 returns the IPv4 header of a PPPoE session frame classify has
-// checked (VLAN tag or not).
-func wanIPv4(b []byte) hdr.IPv4 { return hdr.IPv4(b[wanIPOffset(b):]) }
-
-// wanIPOffset is where the IP header of a PPPoE session frame classify
-// has checked begins.
-func wanIPOffset(b []byte) int {
-	o := hdr.EthernetLen
-	if binary.BigEndian.Uint16(b[12:]) == hdr.EtherTypeVLAN {
-		o += 4
-	}
-	return o + hdr.PPPoELen + hdr.PPPLen
-}
-
 func (s *steerer) push(l *Link, fs []*nic.Frame) int {
 	if len(fs) == 0 {
 		return 0
@@ -349,27 +340,27 @@ func (s *steerer) push(l *Link, fs []*nic.Frame) int {
 }
 
 // sessionControl reports whether the PPPoE frame b (classify said
-// toControl) belongs to our session's control traffic, which gets the
+// toControl; l3 is 0 for discovery, else where the session frame's
+// payload begins) belongs to our session's control traffic, which gets the
 // control plane's priority path: with a session up, session frames with
 // its id and discovery frames (PADT) from its access concentrator; before
 // that, PPPoE frames unicast to us (PADO, PADS, LCP and authentication
 // during login). Broadcast discovery (other hosts' PADIs) and other
 // sessions' frames are not.
-func sessionControl(b []byte, s *hdr.Session) bool {
+func sessionControl(b []byte, l3 int, s *hdr.Session) bool {
 	if b[0]&1 != 0 {
 		return false
 	}
 	if s == nil {
 		return true
 	}
-	if [6]byte(b[6:12]) != s.PeerMAC {
+	if [6]byte(hdr.Ethernet(b).Src()) != s.PeerMAC {
 		return false
 	}
-	o := wanIPOffset(b) - hdr.PPPoELen - hdr.PPPLen
-	if binary.BigEndian.Uint16(b[o-2:]) == hdr.EtherTypePPPoEDisc {
+	if l3 == 0 { // discovery (PADT): classify found no session header
 		return true
 	}
-	return len(b) >= o+hdr.PPPoELen && binary.BigEndian.Uint16(b[o+2:]) == s.ID
+	return hdr.PPPoE(b[l3-hdr.PPPoELen-hdr.PPPLen:]).SessionID() == s.ID
 }
 
 // RingFullDrops returns, per worker, the WAN frames steering dropped

@@ -54,7 +54,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		return
 	}
 	// A redirected hairpin may already carry the public source address.
-	if (src&w.lanMask != w.cfg.LANNet || src == w.cfg.RouterAddr) && f.Aux&auxRedirected == 0 {
+	if (src&w.lanMask != w.cfg.LANNet || src == w.cfg.RouterAddr) && f.Flags&flagRedirected == 0 {
 		w.drop(f, DropMartian)
 		return
 	}
@@ -121,7 +121,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		// A frame is handed over at most twice: to the worker owning its
 		// LAN endpoint, and for a hairpin (now from the public address)
 		// on to the worker owning the external port it is sent to.
-		if f.Aux&auxRedirected2 != 0 || (f.Aux&auxRedirected != 0 && !toPublic) {
+		if f.Flags&flagRedirected2 != 0 || (f.Flags&flagRedirected != 0 && !toPublic) {
 			w.drop(f, DropNAT)
 			return
 		}
@@ -188,7 +188,7 @@ func (w *Worker) fromLAN6(f *nic.Frame) {
 	// The flow's owner keeps its firewall state: hand the packet over
 	// once if that is another worker.
 	if !w.cfg.NoFirewall6 {
-		if o := flowOwner6(ip, true, w.cfg.Workers); o != w.id && f.Aux&auxRedirected == 0 {
+		if o := flowOwner6(ip, true, w.cfg.Workers); o != w.id && f.Flags&flagRedirected == 0 {
 			w.redirect(f, o, false)
 			return
 		}

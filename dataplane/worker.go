@@ -36,11 +36,12 @@ const (
 	idleNaps      = int(IdleNapFor / IdleNap)
 )
 
-// Frame.Aux bits used on inter-worker links.
+// Frame.Flags bits of frames handed between workers (Frame.Kind holds
+// a Dir on the control plane's links).
 const (
-	auxFromWAN     = 1
-	auxRedirected  = 2 // handed over once
-	auxRedirected2 = 4 // handed over twice (a hairpin's second hop)
+	flagFromWAN     = 1
+	flagRedirected  = 2 // handed over once
+	flagRedirected2 = 4 // handed over twice (a hairpin's second hop)
 )
 
 // Worker is one pinned thread: it owns LAN RX/TX queue k, WAN TX queue k,
@@ -280,7 +281,7 @@ func (w *Worker) step() int {
 		}
 		k := rl.Data.Pop(w.rx)
 		for _, f := range w.rx[:k] {
-			if f.Aux&auxFromWAN != 0 {
+			if f.Flags&flagFromWAN != 0 {
 				w.inbound(f, true)
 			} else {
 				w.fromLAN(f)
@@ -343,9 +344,9 @@ func (w *Worker) drop(f *nic.Frame, r Reason) {
 	w.pool.Put(f)
 }
 
-// toException queues f for the control plane with its Dir in f.Aux.
+// toException queues f for the control plane with its Dir in f.Kind.
 func (w *Worker) toException(f *nic.Frame, d Dir) {
-	f.Aux = uint32(d)
+	f.Kind = uint8(d)
 	w.excOut = append(w.excOut, f)
 	if len(w.excOut) == cap(w.excOut) {
 		w.flushException()
@@ -357,12 +358,12 @@ func (w *Worker) redirect(f *nic.Frame, to int, fromWAN bool) {
 		w.drop(f, DropNAT)
 		return
 	}
-	if f.Aux&auxRedirected != 0 {
-		f.Aux |= auxRedirected2
+	if f.Flags&flagRedirected != 0 {
+		f.Flags |= flagRedirected2
 	}
-	f.Aux |= auxRedirected
+	f.Flags |= flagRedirected
 	if fromWAN {
-		f.Aux |= auxFromWAN
+		f.Flags |= flagFromWAN
 	}
 	w.c.Redirected++
 	w.redirOut[to] = append(w.redirOut[to], f)
@@ -473,7 +474,7 @@ func (w *Worker) drainInject() int {
 	n := l.Data.Pop(w.tmp)
 	for i, f := range w.tmp[:n] {
 		p := w.cfg.WAN
-		if Dir(f.Aux) == ToLAN {
+		if Dir(f.Kind) == ToLAN {
 			p = w.cfg.LAN
 		}
 		k, err := p.Send(w.id, w.tmp[i:i+1])

@@ -288,7 +288,7 @@ func TestTwoWorkersSteering(t *testing.T) {
 	for i, f := range flows {
 		p := pkt{src: remoteIP, dst: pubIP, sport: 80, dport: ext[i], proto: f.proto, icmpType: 0, icmpID: ext[i]}
 		fr := wanFrame(t, p)
-		if w := classify(fr, r.e.Owner()); w != owner[i] {
+		if w, _ := classify(fr, r.e.Owner()); w != owner[i] {
 			t.Fatalf("flow %d steered to %d, want %d", i, w, owner[i])
 		}
 		r.wan.Inject(0, fr)
@@ -307,7 +307,7 @@ func TestTwoWorkersSteering(t *testing.T) {
 	_ = quote
 	fr = append(fr[:22+20+8:22+20+8], quote[:28]...)
 	fr[22+20], fr[22+21] = 3, 3
-	if w := classify(fr, r.e.Owner()); w != owner[1] {
+	if w, _ := classify(fr, r.e.Owner()); w != owner[1] {
 		t.Fatalf("ICMP error steered to %d, want %d", w, owner[1])
 	}
 }
@@ -395,7 +395,7 @@ func TestVLANSession(t *testing.T) {
 	// The reply, tagged.
 	reply := wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: ext, proto: layers.IPProtocolUDP, payload: 20})
 	tagged := append(append(append([]byte(nil), reply[:12]...), 0x81, 0x00, 0xa0, 0x07), reply[12:]...)
-	if w := classify(tagged, r.e.Owner()); w != q {
+	if w, _ := classify(tagged, r.e.Owner()); w != q {
 		t.Fatalf("tagged reply steered to %d, want %d", w, q)
 	}
 	r.wan.Inject(0, tagged)

@@ -79,6 +79,9 @@ const (
 // length. Other frames are classified and left untouched.
 func (s *Session) Decap(f *nic.Frame) DecapResult {
 	b := f.Data()
+	if l3 := int(f.L3); l3 != 0 {
+		return s.decapAt(f, b, l3-PPPoELen-PPPLen)
+	}
 	eth := Ethernet(b)
 	if !eth.IsValid() {
 		return DecapBadFrame
@@ -108,6 +111,21 @@ func (s *Session) Decap(f *nic.Frame) DecapResult {
 	default:
 		return DecapNotPPPoE
 	}
+	return s.decapAt(f, b, o)
+}
+
+// decapAt is Decap for a PPPoE session frame whose PPPoE header is at o:
+// a classifier found that (Frame.L3; its VLAN tag, if any, is checked
+// here against the session's) or Decap's own parse did.
+func (s *Session) decapAt(f *nic.Frame, b []byte, o int) DecapResult {
+	if o == EthernetLen+VLANLen {
+		if VLAN(b[EthernetLen:]).ID() != s.VLAN {
+			return DecapWrongSession
+		}
+	} else if s.VLAN != 0 {
+		return DecapWrongSession
+	}
+	eth := Ethernet(b)
 	p := PPPoE(b[o:])
 	if !p.IsValid() || p.Code() != 0 || p.Length() < PPPLen {
 		return DecapBadFrame
@@ -126,5 +144,6 @@ func (s *Session) Decap(f *nic.Frame) DecapResult {
 	n := int(p.Length()) - PPPLen
 	f.Pull(o + PPPoELen + PPPLen)
 	f.Truncate(n)
+	f.L3 = 0 // the network header is at the front now
 	return r
 }

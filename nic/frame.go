@@ -27,9 +27,14 @@ type Frame struct {
 	Len int
 	// Queue is the queue the frame was received on (set by Recv).
 	Queue uint16
-	// Aux is scratch space for the pipeline (e.g. the flow hash); ports
-	// neither read nor preserve it.
-	Aux uint32
+	// The pipeline's fields: ports neither read nor preserve them, Reset
+	// clears them. L3 is the offset from Off of the network header a
+	// classifier found (0: not parsed), valid until the frame's Off moves;
+	// Kind says where a frame on an inter-thread link goes or came from,
+	// Flags how it got there (both defined by the pipeline).
+	L3    uint16
+	Kind  uint8
+	Flags uint8
 	// Frames move between cores: a frame takes a cache line of its own
 	// so neighbours in one allocation never share one.
 	_ [64 - 48]byte
@@ -61,7 +66,7 @@ func (f *Frame) Data() []byte { return f.Buf[f.Off : f.Off+f.Len] }
 func (f *Frame) InBounds() bool { return f.Off >= 0 && f.Len >= 0 && f.Off+f.Len <= len(f.Buf) }
 
 // Reset empties the frame and restores the default headroom.
-func (f *Frame) Reset() { f.Off, f.Len, f.Aux = Headroom, 0, 0 }
+func (f *Frame) Reset() { f.Off, f.Len, f.L3, f.Kind, f.Flags = Headroom, 0, 0, 0, 0 }
 
 // SetData copies b into the frame after the default headroom. It returns
 // false (and leaves the frame empty) if b does not fit.
