@@ -101,8 +101,9 @@ type ClientCounters struct {
 	// BadAddresses counts IPCP addresses refused (0/8, 127/8, 224/4,
 	// 240/4 offered to us or claimed by the AC): each ends the attempt.
 	BadAddresses uint64 `json:"bad_addresses"`
-	// PAPRefused counts sessions ended because the AC insisted on PAP
-	// after an AC had authenticated the client with CHAP.
+	// PAPRefused counts sessions ended because the AC wanted PAP (it
+	// insisted, or could do only PAP) after an AC had authenticated the
+	// client with CHAP.
 	PAPRefused uint64 `json:"pap_refused"`
 }
 

@@ -44,12 +44,15 @@ type ClientConfig struct {
 	// Auth is the set of protocols the client accepts (default AuthAny).
 	// When it allows CHAP-MD5 or MS-CHAPv2 as well as PAP, an AC asking
 	// for PAP is first Nak'd with CHAP (CHAP-MD5, else MS-CHAPv2) and gets
-	// PAP only if it asks for it again (a warning is logged: PAP sends the
-	// password in clear). Once an AC has authenticated the client with
-	// CHAP (a CHAP Success), PAP is refused for the rest of the Client's
-	// life: an AC insisting on it has its session ended (LCP Terminate,
-	// PADT; Counters.PAPRefused), and later discoveries choose it only if
-	// no other AC offers.
+	// PAP if it asks for it again; an AC that answers the Nak by dropping
+	// authentication (pppd with require-pap does) or by ending the
+	// session is taken as PAP-only (by MAC and AC-Name): that attempt
+	// ends, and later ones with that AC take PAP at once. Whenever PAP is
+	// used a warning is logged: PAP sends the password in clear. Once an
+	// AC has authenticated the client with CHAP (a CHAP Success), PAP is
+	// refused for the rest of the Client's life: an AC that wants it has
+	// its session ended (LCP Terminate, PADT; Counters.PAPRefused), and
+	// later discoveries choose it only if no other AC offers.
 	Auth AuthProto
 	// IPv6 negotiates IPv6CP (interface identifier) besides IPCP.
 	IPv6 bool
@@ -175,10 +178,19 @@ type Client struct {
 	buf         []byte
 	now         time.Time // of the event being handled (Run's loop)
 	tx          txQueue
-	// papOnly: the last ACs refused for insisting on PAP after CHAP
-	// worked with an AC (see chooseOffer); papOnlyN counts them all.
-	papOnly  [maxOffers][6]byte
-	papOnlyN int
+	// refused: the last ACs refused for wanting PAP after CHAP worked
+	// with an AC (see choose); papACs: the last ACs known to do only PAP
+	// (see link.papAnswered). Each is a ring; the counts go on past it.
+	refused  [maxOffers][6]byte
+	refusedN int
+	papACs   [maxOffers]acID
+	papACsN  int
+}
+
+// acID names an access concentrator: its MAC and AC-Name.
+type acID struct {
+	mac  [6]byte
+	name string
 }
 
 // NewClient returns a client that runs over conn and calls publish with
@@ -353,12 +365,12 @@ func (c *Client) sendPADR(now time.Time) {
 
 // choose picks among the collected PADOs: an AC that echoed
 // PPP-Max-Payload when RFC 4638 is wanted, else the first to answer;
-// ACs refused for insisting on PAP (papOnly) only when no other offered.
+// ACs refused for wanting PAP (refused) only when no other offered.
 func (c *Client) choose(now time.Time) {
 	best := -1
 	for i, o := range c.offers {
 		switch {
-		case c.refusedPAPOnly(o.mac):
+		case c.refusedPAP(o.mac):
 		case best < 0:
 			best = i
 		case c.cfg.MTU > mruPPPoE && o.maxPayload > mruPPPoE && c.offers[best].maxPayload <= mruPPPoE:
@@ -375,15 +387,43 @@ func (c *Client) choose(now time.Time) {
 	c.sendPADR(now)
 }
 
-// refusedPAPOnly reports whether mac is among the ACs refused for
-// insisting on PAP.
-func (c *Client) refusedPAPOnly(mac [6]byte) bool {
-	for _, m := range c.papOnly[:min(c.papOnlyN, len(c.papOnly))] {
+// refusedPAP reports whether mac is among the ACs refused for wanting
+// PAP.
+func (c *Client) refusedPAP(mac [6]byte) bool {
+	for _, m := range c.refused[:min(c.refusedN, len(c.refused))] {
 		if m == mac {
 			return true
 		}
 	}
 	return false
+}
+
+// papOnlyAC reports whether the AC id is known to do only PAP.
+func (c *Client) papOnlyAC(id acID) bool {
+	for _, a := range c.papACs[:min(c.papACsN, len(c.papACs))] {
+		if a == id {
+			return true
+		}
+	}
+	return false
+}
+
+// notePAP records what the ending link learned about its AC's PAP
+// (link.papAnswered): refused, or known to do only PAP.
+func (c *Client) notePAP() {
+	l := c.link
+	switch {
+	case l.papRefused:
+		c.st.Counters.PAPRefused++
+		c.refused[c.refusedN%len(c.refused)] = c.chosen.mac
+		c.refusedN++
+	case l.papOnly:
+		if id := (acID{c.chosen.mac, c.chosen.acName}); !c.papOnlyAC(id) {
+			c.papACs[c.papACsN%len(c.papACs)] = id
+			c.papACsN++
+			c.logf("pppoe: %s (%x) cannot do CHAP: PAP, which sends the password in clear, on the next attempt", c.chosen.acName, c.chosen.mac)
+		}
+	}
 }
 
 func (cc *clientCore) next() time.Time {
@@ -580,6 +620,7 @@ func (c *Client) handlePADS(f *Frame, d *Discovery, now time.Time) {
 		}
 	}
 	c.lcfg.mru = mru
+	c.lcfg.papAC = c.papOnlyAC(acID{c.chosen.mac, c.chosen.acName})
 	c.link = newLink(&c.lcfg, c, now)
 	c.st.State = StateLCP
 	c.logf("pppoe: session %#04x with %s (%x)", d.SessionID, c.chosen.acName, f.Src)
@@ -597,6 +638,16 @@ func (c *Client) handlePADT(f *Frame, d *Discovery, now time.Time) {
 	if c.discoveryError(d, "PADT") {
 		msg = c.st.LastError
 	}
+	switch l := c.link; {
+	case l.papNakOpen:
+		msg = l.papAnswered("it sent PADT after our Nak for CHAP")
+		c.setError("%s", msg)
+	case l.papOnly || l.papRefused:
+		// The link was closing for that reason (papAnswered).
+		msg = l.lcp.reason
+		c.setError("%s", msg)
+	}
+	c.notePAP()
 	c.link.abort()
 	c.endSession(now, msg, false, false)
 }
@@ -611,7 +662,11 @@ func (c *Client) syncState() {
 		c.st.State = StateLCP
 	case phaseAuth:
 		if c.st.State != StateAuth && c.link.authProto == pppPAP {
-			c.logf("pppoe: warning: %s (%x) insists on PAP: PAP sends the password in clear", c.chosen.acName, c.chosen.mac)
+			how := "insists on PAP"
+			if c.lcfg.papAC {
+				how = "can only do PAP"
+			}
+			c.logf("pppoe: warning: %s (%x) %s: PAP sends the password in clear", c.chosen.acName, c.chosen.mac, how)
 		}
 		c.st.State = StateAuth
 	case phaseNetwork:
@@ -698,11 +753,7 @@ func (c *Client) deliver(proto uint16, b []byte) {
 
 // linkFinished implements linkOwner: LCP is down for good.
 func (c *Client) linkFinished(reason string, authFail bool) {
-	if c.link.papRefused {
-		c.st.Counters.PAPRefused++
-		c.papOnly[c.papOnlyN%len(c.papOnly)] = c.chosen.mac
-		c.papOnlyN++
-	}
+	c.notePAP()
 	if reason != "" && !authFail && c.st.State != StateClosing {
 		c.setError("%s", reason)
 	}

@@ -275,10 +275,19 @@ func TestPAPDowngradeNak(t *testing.T) {
 }
 
 // TestPAPRefusedAfterCHAP: once an AC has authenticated the client with
-// CHAP, a rogue AC that answers PADI first and insists on PAP never gets
-// the password: the client ends that session (counted) and connects to
-// the other AC.
+// CHAP, a rogue AC that answers PADI first and wants PAP (it insists, or
+// it answers the Nak for CHAP by dropping authentication, as pppd with
+// require-pap does) never gets the password: the client ends that
+// session (counted) and connects to the other AC.
 func TestPAPRefusedAfterCHAP(t *testing.T) {
+	for _, dropAuth := range []bool{false, true} {
+		t.Run(map[bool]string{false: "insists", true: "drops-auth"}[dropAuth], func(t *testing.T) {
+			testPAPRefusedAfterCHAP(t, dropAuth)
+		})
+	}
+}
+
+func testPAPRefusedAfterCHAP(t *testing.T, dropAuth bool) {
 	n := newSimNet(t)
 	cn := n.conn(1)
 	rogueNd, realNd := n.conn(2), n.conn(3) // the rogue answers first
@@ -292,6 +301,7 @@ func TestPAPRefusedAfterCHAP(t *testing.T) {
 		return NewServer(sc, nd)
 	}
 	rogue, real := newAC(rogueNd, "rogue", AuthPAP), newAC(realNd, "real", AuthCHAPMD5)
+	rogue.dropAuthOnNak = dropAuth
 	realNd.c = (*serverCore)(real)
 	c := NewClient(testClientConfig(n), cn, nil)
 	cn.c = (*clientCore)(c)

@@ -98,8 +98,13 @@ func (h *lcpHandler) nakCI(opts []Option) {
 				l.reqAuth, l.reqAlg = pppCHAP, o.Value[2]
 			default:
 				// The peer wants one we do not offer: try our next one.
-				var ok bool
-				if l.reqAuth, l.reqAlg, ok = nextAuth(l.reqAuth, l.reqAlg, l.cfg.auth); !ok {
+				proto, alg, ok := nextAuth(l.reqAuth, l.reqAlg, l.cfg.auth)
+				switch {
+				case ok:
+					l.reqAuth, l.reqAlg = proto, alg
+				case l.cfg.dropAuthOnNak:
+					l.reqAuth, l.reqAlg = 0, 0 // up() then terminates
+				default:
 					l.lcp.reason = "peer refuses our authentication protocols"
 					l.authFailed = true
 				}
@@ -130,6 +135,12 @@ func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uin
 	l := (*link)(h)
 	r := optReply{rejectOnly: rejectOnly}
 	mru, magic, auth, alg := 1500, uint32(0), uint16(0), uint8(0)
+	if l.papNakOpen && !hasOpt(opts, OptAuthProto) {
+		// The AC dropped authentication after our Nak of its PAP request;
+		// the automaton sends no reply: the link is closing.
+		l.close(l.papAnswered("it dropped authentication after our Nak for CHAP"))
+		return ConfRej, append(out, raw...)
+	}
 	for _, o := range opts {
 		switch o.Type {
 		case OptMRU:
@@ -168,26 +179,20 @@ func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uin
 				auth, alg = pppCHAP, o.Value[2]
 			case p == pppPAP && len(o.Value) == 2 && l.cfg.auth&AuthPAP != 0:
 				// PAP sends the password in clear, to whichever AC answered
-				// PADI first. The client Naks the first request for PAP
-				// proposing CHAP (CHAP-MD5, else MS-CHAPv2) when its Auth
-				// allows one; an AC that asks for PAP again in a request
-				// with another Identifier (a retransmission of the Nak'd
-				// one, our Nak lost, is Nak'd again) insists, and gets PAP,
-				// unless cfg.refusePAP: then the link is closed (LCP
-				// Terminate) and papRefused tells the client.
+				// PADI first; the rule is documented at papAnswered.
 				switch id := l.lcp.peerID; {
-				case l.cfg.auth&(AuthCHAPMD5|AuthMSCHAPv2) != 0 && (!l.papNaked || id == l.papNakID):
-					l.papNaked, l.papNakID = true, id
+				case l.cfg.refusePAP && (l.cfg.papAC || l.papNaked && id != l.papNakID):
+					// The automaton sends no reply: the link is closing.
+					l.papRefused = true
+					l.close(papRefusedReason("it asks for PAP"))
+					return ConfRej, append(out, raw...)
+				case l.cfg.auth&(AuthCHAPMD5|AuthMSCHAPv2) != 0 && !l.cfg.papAC && (!l.papNaked || id == l.papNakID):
+					l.papNaked, l.papNakID, l.papNakOpen = true, id, true
 					if l.cfg.auth&AuthCHAPMD5 != 0 {
 						r.nakOpt(OptAuthProto, 0xc2, 0x23, chapMD5)
 					} else {
 						r.nakOpt(OptAuthProto, 0xc2, 0x23, chapMSv2)
 					}
-				case l.cfg.refusePAP:
-					// The automaton sends no reply: the link is closing.
-					l.papRefused = true
-					l.close("refusing PAP (it sends the password in clear): an AC authenticated us with CHAP before")
-					return ConfRej, append(out, raw...)
 				default:
 					auth = pppPAP
 				}
@@ -204,6 +209,7 @@ func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uin
 	}
 	code, out := r.finish(raw, out)
 	if code == ConfAck {
+		l.papNakOpen = false
 		l.hisMRU, l.peerMagic = mru, magic
 		if l.cfg.role == roleClient {
 			l.authProto, l.authAlg = auth, alg
@@ -212,10 +218,68 @@ func (h *lcpHandler) reqCI(opts []Option, raw, out []byte, rejectOnly bool) (uin
 	return code, out
 }
 
+func hasOpt(opts []Option, typ uint8) bool {
+	for _, o := range opts {
+		if o.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// papAnswered marks the AC of a client link that answered our Nak of its
+// request for PAP (papNakOpen) by dropping the Authentication-Protocol
+// option from its next Configure-Request or by ending the session
+// (Terminate-Request, PADT) as PAP-only (papOnly), or refused under
+// cfg.refusePAP (papRefused), and returns the reason the attempt ends
+// with; how says what the AC did. The caller ends the link.
+//
+// The client's rule for PAP, which sends the password in clear to
+// whichever AC answered PADI first:
+//   - An AC's first request for PAP is Nak'd proposing CHAP (CHAP-MD5,
+//     else MS-CHAPv2) when Auth allows one, so that an AC able to do
+//     both uses CHAP. A retransmission of that request (same Identifier:
+//     our Nak was lost) is Nak'd again.
+//   - An AC that asks for PAP again with another Identifier insists, and
+//     gets PAP. One that drops authentication instead (pppd with
+//     require-pap does, then ends the link: "peer refused to
+//     authenticate") or ends the session is marked PAP-only by the client
+//     (papOnly; AC MAC and AC-Name): this attempt ends without
+//     acknowledging the request without authentication, and later ones
+//     with that AC take its PAP at once (cfg.papAC). The Client logs the
+//     warning that PAP sends the password in clear whenever PAP is used.
+//   - Once an AC has authenticated us with CHAP (cfg.refusePAP), PAP is
+//     never sent: an AC insisting on PAP, or PAP-only, has its session
+//     ended (LCP Terminate) and papRefused tells the Client, which counts
+//     it and prefers other ACs.
+//   - A request without authentication that does not answer our Nak is
+//     acknowledged: the AC chose not to authenticate us, and no password
+//     is sent.
+//
+// The Nak does not stop a rogue AC (it can insist, or drop
+// authentication and be taken as PAP-only); only refusePAP does.
+func (l *link) papAnswered(how string) string {
+	l.papNakOpen = false
+	if l.cfg.refusePAP {
+		l.papRefused = true
+		return papRefusedReason(how)
+	}
+	l.papOnly = true
+	return "the AC cannot do CHAP (" + how + "): PAP on the next attempt"
+}
+
+func papRefusedReason(how string) string {
+	return "refusing PAP (it sends the password in clear): an AC authenticated us with CHAP before, and this one wants PAP (" + how + ")"
+}
+
 func (h *lcpHandler) up() {
 	l := (*link)(h)
 	if l.cfg.role == roleServer {
 		l.authProto, l.authAlg = l.reqAuth, l.reqAlg
+		if l.cfg.dropAuthOnNak && l.reqAuth == 0 && l.cfg.auth != 0 {
+			l.close("peer refused to authenticate")
+			return
+		}
 	}
 	l.echoPending = 0
 	if l.cfg.echoInterval > 0 && !l.echoRejected {

@@ -66,6 +66,11 @@ type linkConfig struct {
 	// Client's life, so an AC insisting on PAP is refused (see
 	// lcpHandler.reqCI).
 	refusePAP bool
+	// papAC (client): the AC of this session is known to do only PAP
+	// (see lcpHandler.reqCI): its request for PAP is not Nak'd.
+	papAC bool
+	// dropAuthOnNak (server, tests): see Server.dropAuthOnNak.
+	dropAuthOnNak bool
 }
 
 // linkOwner receives the link's state changes.
@@ -107,13 +112,17 @@ type link struct {
 	authAlg              uint8  // its CHAP algorithm (chapMD5, chapMSv2)
 	authFailed, authDone bool
 	echoRejected         bool
-	// Client, PAP downgrade guard: papNaked is set once an AC's request
-	// for PAP was Nak'd proposing CHAP, papNakID is the Identifier of
-	// that request; papRefused once the link ends because the AC insisted
-	// while cfg.refusePAP.
+	// Client, PAP downgrade guard (see papAnswered): papNaked is set once
+	// an AC's request for PAP was Nak'd proposing CHAP, papNakID is the
+	// Identifier of that request, papNakOpen while no request of the AC
+	// was acknowledged since; papRefused once the link ends because the
+	// AC wants PAP while cfg.refusePAP; papOnly once it ends because the
+	// AC cannot do CHAP.
 	papNaked   bool
 	papNakID   uint8
+	papNakOpen bool
 	papRefused bool
+	papOnly    bool
 
 	// authentication
 	authID    uint8
@@ -256,6 +265,9 @@ func (l *link) input(now time.Time, proto uint16, b []byte) {
 			return
 		}
 		l.lcp.input(p, b[:lcpHdrLen+len(p.Data)])
+		if p.Code == TermReq && l.papNakOpen {
+			l.close(l.papAnswered("it ended the link after our Nak for CHAP"))
+		}
 		return
 	}
 	if l.lcp.state != stOpened {

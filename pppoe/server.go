@@ -114,6 +114,11 @@ type Server struct {
 		mac [6]byte
 	}
 	endedN int
+	// dropAuthOnNak (tests) makes the AC answer a Nak of its
+	// authentication protocol proposing one it does not offer as pppd
+	// does: it drops the option, and once LCP is open without
+	// authentication it terminates ("peer refused to authenticate").
+	dropAuthOnNak bool
 }
 
 type srvSession struct {
@@ -454,7 +459,7 @@ func (s *Server) handlePADR(f *Frame, d *Discovery) {
 	ss.lcfg = linkConfig{role: roleServer, mru: mru, auth: s.cfg.Auth, users: s.cfg.Users, name: s.cfg.ACName,
 		localAddr: s.cfg.LocalAddr, peerAddr: addr, dns: s.cfg.DNS, ipv6: s.cfg.IPv6,
 		echoInterval: s.cfg.EchoInterval, echoFailures: s.cfg.EchoFailures, restart: s.cfg.RestartTimer,
-		maxConfigure: s.cfg.MaxConfigure, authTimeout: 30 * time.Second, rand: s.cfg.Rand}
+		maxConfigure: s.cfg.MaxConfigure, authTimeout: 30 * time.Second, rand: s.cfg.Rand, dropAuthOnNak: s.dropAuthOnNak}
 	s.sessions[id] = ss
 	if addr != 0 {
 		s.byAddr[addr] = ss
