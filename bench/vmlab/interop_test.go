@@ -165,7 +165,9 @@ var (
 
 // TestIntegrationRealBRAS runs pppfwd's client against rp-pppoe's
 // pppoe-server and pppd in the VM, with CHAP, PAP and MS-CHAPv2 (pppd's
-// authenticator response checked): session up, IPCP
+// authenticator response checked; with require-pap, pppd answers our Nak
+// for CHAP by dropping authentication, and the client takes PAP on its
+// next attempt): session up, IPCP
 // address and DNS learned, ICMP both ways, LCP echoes answered, the server
 // hanging up (pppd terminated: LCP Terminate + PADT; pppd killed: bare
 // PADT) and the client reconnecting, and the client's own shutdown ending
@@ -221,6 +223,13 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 	conn := openRaw(t, ns, "vmtap0", 0x8863, 0x8864)
 	data := openRaw(t, ns, "vmtap0", 0x8864)
 	delivered := make(chan []byte, 64)
+	var logMu sync.Mutex
+	var logged []string
+	clientLog := func() string {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return strings.Join(logged, "\n")
+	}
 	client := pppoe.NewClient(pppoe.ClientConfig{
 		Username: brasUser, Password: brasPass, Auth: pppoe.AuthAny, MTU: mtu, IPv6: ipv6,
 		EchoInterval: time.Second, EchoFailures: 10,
@@ -231,7 +240,12 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 			default:
 			}
 		},
-		Logf: t.Logf,
+		Logf: func(f string, a ...any) {
+			logMu.Lock()
+			logged = append(logged, fmt.Sprintf(f, a...))
+			logMu.Unlock()
+			t.Logf(f, a...)
+		},
 	}, conn, nil)
 	stop := runUntilStopped(t, "client", client.Run)
 	t.Cleanup(func() {
@@ -301,6 +315,14 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 	}
 	if st.ACName != "vmlab-bras" {
 		t.Errorf("AC-Name %q, want vmlab-bras", st.ACName)
+	}
+	if auth == pppoe.AuthPAP {
+		// pppd with require-pap answers our Nak for CHAP by dropping
+		// authentication: the client takes it as PAP-only, once, and logs
+		// that PAP sends the password in clear.
+		if l := clientLog(); strings.Count(l, "cannot do CHAP (") != 1 || !strings.Contains(l, "PAP sends the password in clear") {
+			t.Errorf("client log lacks the PAP-only AC or the PAP warning:\n%s", l)
+		}
 	}
 
 	// Client -> pppd: echo requests built with Session.Encap on a second
@@ -436,6 +458,13 @@ func testRealBRAS(t *testing.T, ns *nettest.NS, vm *VM, pcap string, auth pppoe.
 		}
 		if sig == "KILL" && after.PADTReceived <= before.PADTReceived {
 			t.Errorf("SIG%s: no PADT counted (%d -> %d)", sig, before.PADTReceived, after.PADTReceived)
+		}
+	}
+
+	if auth == pppoe.AuthPAP {
+		// The reconnections to the PAP-only AC took PAP at once.
+		if n := strings.Count(clientLog(), "cannot do CHAP ("); n != 1 {
+			t.Errorf("the AC was taken as PAP-only %d times, want once", n)
 		}
 	}
 
