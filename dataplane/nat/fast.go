@@ -95,7 +95,7 @@ func (t *Table) inboundFast(ip []byte, s uint32) bool {
 	}
 	lo := t.lanOf[pi]
 	dport := binary.BigEndian.Uint16(l4[2:])
-	idx := uint32(dport) - t.lo
+	idx := t.px.index(dport)
 	if idx >= uint32(len(lo)) {
 		return false
 	}

@@ -67,13 +67,13 @@ func binary16(b []byte, v uint16) { b[0], b[1] = byte(v>>8), byte(v) }
 // endpoint's current flow (mapped on another port).
 func TestLANCacheStalePort(t *testing.T) {
 	cfg := baseConfig()
-	cfg.Ports = Range{2000, 2002}
+	cfg.Ports = Range{Lo: 2000, Hi: 2002}
 	tab := newTable(t, cfg)
 	if tab.lanOf[piUDP] == nil {
 		t.Fatal("no LAN endpoint cache with LANBits 24")
 	}
-	x := tuple{proto: hdr.ProtoUDP, src: hostB, sport: 1000, dst: srv1, dport: 53}
-	a := tuple{proto: hdr.ProtoUDP, src: hostA, sport: 1000, dst: srv1, dport: 53}
+	x := tuple{proto: hdr.ProtoUDP, src: hostB, sport: 5000, dst: srv1, dport: 53}
+	a := tuple{proto: hdr.ProtoUDP, src: hostA, sport: 5000, dst: srv1, dport: 53}
 	if d := expectOut(t, tab, x, 0, Pass); d.sport != 2000 {
 		t.Fatalf("x got port %d", d.sport)
 	}
@@ -82,7 +82,7 @@ func TestLANCacheStalePort(t *testing.T) {
 	}
 	// The reply to a goes through the cache.
 	reply := tuple{proto: hdr.ProtoUDP, src: srv1, sport: 53, dst: pubA, dport: 2001}
-	if d := expectIn(t, tab, reply, 201*sec, Pass); d.dst != hostA || d.dport != 1000 {
+	if d := expectIn(t, tab, reply, 201*sec, Pass); d.dst != hostA || d.dport != 5000 {
 		t.Fatalf("reply %+v", d.tuple)
 	}
 	// x expires at 300 s, a at 501 s; a comes back on the freed 2000.
@@ -104,7 +104,7 @@ func TestLANCacheStalePort(t *testing.T) {
 		t.Fatal("dropped packet modified")
 	}
 	reply.dport = 2000
-	if d := expectIn(t, tab, reply, 602*sec, Pass); d.dst != hostA || d.dport != 1000 {
+	if d := expectIn(t, tab, reply, 602*sec, Pass); d.dst != hostA || d.dport != 5000 {
 		t.Fatalf("reply %+v", d.tuple)
 	}
 }
@@ -124,7 +124,7 @@ func TestLANCacheDifferential(t *testing.T) {
 	for run := range 20 {
 		rng := rand.New(rand.NewPCG(uint64(run), 3))
 		cfg := baseConfig()
-		cfg.Ports = Range{2000, 2006}
+		cfg.Ports = Range{Lo: 2000, Hi: 2006}
 		cfg.Capacity = 10 + rng.IntN(30)
 		cfg.Forwards = []Forward{{Proto: hdr.ProtoTCP, ExtPort: 2003, LANAddr: hostC, LANPort: 22}}
 		if run%2 == 1 {
@@ -194,8 +194,8 @@ func TestDifferentialWideLAN(t *testing.T) {
 	for run := range runs {
 		rng := rand.New(rand.NewPCG(uint64(run), 77))
 		nw := 1 + run%3
-		cfg := Config{PublicAddr: pubA, LANAddr: lanNet &^ 0xfffff, LANBits: 12, Ports: Range{2000, 2012}, HashSeed: uint64(run + 1),
-			Capacity: 12 + rng.IntN(40), LocalPorts: Range{700, 702},
+		cfg := Config{PublicAddr: pubA, LANAddr: lanNet &^ 0xfffff, LANBits: 12, Ports: Range{Lo: 2000, Hi: 2012}, HashSeed: uint64(run + 1),
+			Capacity: 12 + rng.IntN(40), LocalPorts: Range{Lo: 700, Hi: 702},
 			Forwards: []Forward{{Proto: hdr.ProtoUDP, ExtPort: 600, LANAddr: hostB, LANPort: 600}}}
 		if run%2 == 1 {
 			cfg.Filtering = AddressDependent

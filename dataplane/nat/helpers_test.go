@@ -162,7 +162,7 @@ var (
 )
 
 func baseConfig() Config {
-	return Config{PublicAddr: pubA, LANAddr: lanNet, LANBits: 24, Ports: Range{1024, 65535}, Capacity: 1024, HashSeed: 42}
+	return Config{PublicAddr: pubA, LANAddr: lanNet, LANBits: 24, Ports: Range{Lo: 1024, Hi: 65535}, Capacity: 1024, HashSeed: 42}
 }
 
 func newTable(tb testing.TB, cfg Config) *Table {

@@ -105,7 +105,21 @@ func (m *model) fwdLAN(pi int, a uint32, p uint16) *Forward {
 
 func (m *model) rangeOf(p uint16) int {
 	for j, r := range m.ranges {
-		if p >= r.Lo && p < r.Hi {
+		if r.Contains(p) {
+			return j
+		}
+	}
+	return -1
+}
+
+// holderOf is the worker whose range or low share (below 1024 and the
+// range's Lo, PortOwner(p) == j) holds external port p, or -1.
+func (m *model) holderOf(p uint16) int {
+	if j := m.rangeOf(p); j >= 0 {
+		return j
+	}
+	for j, r := range m.ranges {
+		if p != 0 && p < 1024 && p < r.Lo && PortOwner(p, len(m.ranges)) == j {
 			return j
 		}
 	}
@@ -201,6 +215,51 @@ func (m *model) portFree(pi int, p uint16) bool {
 	}
 	_, used := m.mappingAt(pi, p)
 	return !used
+}
+
+// allocPort is the allocation rule spelled out: worker w's ports are
+// the ports p of its range (Range.Contains) and of its low share (below
+// 1024 and the range's Lo, PortOwner(p) == w). A LAN port below 1024
+// takes from the low share (unless its range holds it), any other from
+// the range. In that set: the first free port from pref upward
+// (wrapping) of pref's parity, then of any parity; a low pref then the
+// same in the range.
+func (m *model) allocPort(pi, w int, pref uint16) (uint16, bool) {
+	r := m.ranges[w]
+	var low, high []uint16
+	for p := 1; p < 65536; p++ {
+		q := uint16(p)
+		switch {
+		case r.Contains(q):
+			high = append(high, q)
+		case p < 1024 && p < int(r.Lo) && PortOwner(q, len(m.ranges)) == w:
+			low = append(low, q)
+		}
+	}
+	sets := [][]uint16{high}
+	if pref < 1024 && !r.Contains(pref) && len(low) > 0 {
+		sets = [][]uint16{low, high}
+	}
+	for _, set := range sets {
+		for _, anyParity := range []bool{false, true} {
+			first, found := uint16(0), false
+			for _, p := range set {
+				if (!anyParity && p&1 != pref&1) || !m.portFree(pi, p) {
+					continue
+				}
+				if p >= pref {
+					return p, true
+				}
+				if !found {
+					first, found = p, true
+				}
+			}
+			if found {
+				return first, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func (m *model) touch(f *mFlow, pi int, flags uint8, out bool, s uint32) {
@@ -327,21 +386,8 @@ func (m *model) outbound(tu tuple, s uint32) result {
 				return reject(ReasonTableFull)
 			}
 			if !mapped {
-				r := m.ranges[w]
-				span := int(r.Hi) - int(r.Lo)
-				start := int(tu.sport) - int(r.Lo)
-				if start < 0 || start >= span {
-					start = int(tu.sport) % span
-				}
-				found := false
-				for i := 0; i < span; i++ {
-					p := uint16(int(r.Lo) + (start+i)%span)
-					if m.portFree(pi, p) {
-						ext, found = p, true
-						break
-					}
-				}
-				if !found {
+				var found bool
+				if ext, found = m.allocPort(pi, w, tu.sport); !found {
 					return reject(ReasonPortsExhausted)
 				}
 				m.maps[ep] = ext
@@ -372,7 +418,7 @@ func (m *model) inboundL4(tu tuple, s uint32) result {
 		o.dst, o.dport = f.LANAddr, f.LANPort
 		return result{v: Pass, out: o}
 	}
-	if m.rangeOf(tu.dport) < 0 || m.local.Contains(tu.dport) {
+	if m.holderOf(tu.dport) < 0 || m.local.Contains(tu.dport) {
 		if m.local.Contains(tu.dport) {
 			return result{v: Local}
 		}
@@ -449,7 +495,7 @@ func (m *model) errorIn(outer, q tuple) result {
 		nq.src, nq.sport = f.LANAddr, f.LANPort
 	} else {
 		ep, ok := m.mappingAt(pi, q.sport)
-		if !ok || m.rangeOf(q.sport) < 0 {
+		if !ok || m.holderOf(q.sport) < 0 {
 			return drop(ReasonNoMapping)
 		}
 		if m.flows[mKey{pi, ep.lan, ep.port, q.dst, q.dport}] == nil {
@@ -522,8 +568,8 @@ func TestDifferential(t *testing.T) {
 	for run := range runs {
 		rng := rand.New(rand.NewPCG(uint64(run), 99))
 		nw := 1 + run%3
-		cfg := Config{PublicAddr: pubA, LANAddr: lanNet, LANBits: 24, Ports: Range{2000, 2012}, HashSeed: uint64(run + 1),
-			Capacity: 12 + rng.IntN(40), LocalPorts: Range{700, 702},
+		cfg := Config{PublicAddr: pubA, LANAddr: lanNet, LANBits: 24, Ports: Range{Lo: 2000, Hi: 2012}, HashSeed: uint64(run + 1),
+			Capacity: 12 + rng.IntN(40), LocalPorts: Range{Lo: 700, Hi: 702},
 			Forwards: []Forward{
 				{Proto: hdr.ProtoTCP, ExtPort: 2003, LANAddr: hostC, LANPort: 22},
 				{Proto: hdr.ProtoUDP, ExtPort: 600, LANAddr: hostB, LANPort: 600},

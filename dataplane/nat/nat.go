@@ -7,16 +7,23 @@
 //   - Endpoint-independent mapping (EIM): a LAN endpoint (proto, addr, port
 //     or ICMP echo id) keeps one external port for every destination. To
 //     keep that true across workers, a LAN endpoint is owned by one worker
-//     (EndpointOwner, or the forward's Worker for port-forward endpoints);
-//     Outbound on another worker answers Redirect. LANSteer computes the
-//     owner from a packet so LAN steering can avoid most redirects.
+//     (EndpointOwner: the worker holding its port, or the forward's Worker
+//     for port-forward endpoints); Outbound on another worker answers
+//     Redirect. LANSteer computes the owner from a packet so LAN steering
+//     can avoid most redirects.
 //   - Endpoint-independent filtering (EIF) by default, address-dependent
 //     (ADF) as an option (Config.Filtering). ICMP echo replies always need
 //     the exact flow.
-//   - Port preservation: the LAN port is kept when it is free in the
-//     worker's range; otherwise the first free port scanning upward from it.
+//   - Port preservation (RFC 4787 REQ-3, REQ-4): the owner of a LAN port
+//     holds it (Partition interleaves the ports by pairs), so the port is
+//     kept when free; otherwise the first free port from it upward of the
+//     same parity, then of any parity. LAN ports and ids below 1024 map
+//     into 1-1023 (REQ-3a), from the worker's low share; only when that is
+//     full into its range. Ports of 1024 and up never take a low port.
 //   - Hairpinning with "external source IP address and port" (REQ-9a), and
-//     NAT reflection for port forwards.
+//     NAT reflection for port forwards. A LAN packet to the public address
+//     on a low-share port that no forward holds is Local (the router's own
+//     services), so low mappings are not hairpinned.
 //   - Timers: UDP 5 min (>= 2 min enforced), TCP established 2 h 4 min,
 //     TCP transitory 4 min, ICMP query 60 s (RFC minimums enforced).
 //   - TCP state: SYN/established/FIN/RST, enough to choose the timer.
@@ -119,29 +126,63 @@ func (v Verdict) String() string {
 	return fmt.Sprintf("verdict(%d)", uint8(v))
 }
 
-// Range is a half-open range of external ports/ICMP ids [Lo, Hi).
-type Range struct{ Lo, Hi uint16 }
-
-// Contains reports whether p is in the range.
-func (r Range) Contains(p uint16) bool { return p >= r.Lo && p < r.Hi }
-
-// Len returns the number of ports in the range.
-func (r Range) Len() int {
-	if r.Hi <= r.Lo {
-		return 0
-	}
-	return int(r.Hi) - int(r.Lo)
+// Range is a worker's share of the external ports / ICMP ids: the ports
+// p of [Lo, Hi) with PortOwner(p, Of) == Slot, or every port of [Lo, Hi)
+// when Of <= 1. The same worker also owns the low ports of [1, LowHi())
+// with PortOwner(p, Of) == Slot (its low share, see Table): those only
+// map LAN ports and ids below 1024 (RFC 4787 REQ-3a).
+type Range struct {
+	Lo, Hi   uint16
+	Slot, Of uint16
 }
 
-// Partition splits [lo, hi) into n contiguous ranges, one per worker.
+// Contains reports whether p is in the range.
+func (r Range) Contains(p uint16) bool {
+	return p >= r.Lo && p < r.Hi && r.owns(p)
+}
+
+// ContainsLow reports whether p is in the range's low share.
+func (r Range) ContainsLow(p uint16) bool {
+	return p != 0 && p < r.LowHi() && r.owns(p)
+}
+
+// LowHi is the end of the low share's span [1, LowHi): below both 1024
+// and Lo, so that the two never overlap.
+func (r Range) LowHi() uint16 { return min(r.Lo, lowPorts) }
+
+func (r Range) owns(p uint16) bool { return r.Of <= 1 || PortOwner(p, int(r.Of)) == int(r.Slot) }
+
+// Len returns the number of ports in the range (the low share excluded).
+func (r Range) Len() int {
+	n := 0
+	for p := int(r.Lo); p < int(r.Hi); p++ {
+		if r.owns(uint16(p)) {
+			n++
+		}
+	}
+	return n
+}
+
+// lowPorts: LAN ports and ICMP ids below it map to external ports below
+// it (RFC 4787 REQ-3a), from the low shares.
+const lowPorts = 1024
+
+// Partition splits [lo, hi) among n workers, interleaved by pairs of
+// ports: worker i's range holds the ports p with PortOwner(p, n) == i.
+// The owner of a LAN endpoint (EndpointOwner) is the worker whose range
+// holds its port, so the port can be kept when free; both ports of a
+// pair (2k, 2k+1) belong to one worker, so a range holding a port also
+// holds ports of the other parity (a fallback can keep the parity).
+// Interleaving spreads every LAN port range (ephemeral ranges included)
+// evenly over the workers.
 func Partition(n int, lo, hi uint16) []Range {
 	out := make([]Range, n)
-	span := (int(hi) - int(lo)) / n
 	for i := range out {
-		out[i].Lo = lo + uint16(i*span)
-		out[i].Hi = lo + uint16((i+1)*span)
+		out[i] = Range{Lo: lo, Hi: hi}
+		if n > 1 {
+			out[i].Slot, out[i].Of = uint16(i), uint16(n)
+		}
 	}
-	out[n-1].Hi = hi
 	return out
 }
 
@@ -386,7 +427,7 @@ func checkForwards(ranges []Range, fwds []Forward) error {
 			return fmt.Errorf("nat: forward %d: worker %d of %d", i, f.Worker, len(ranges))
 		}
 		for j, r := range ranges {
-			if r.Contains(f.ExtPort) && j != f.Worker {
+			if (r.Contains(f.ExtPort) || r.ContainsLow(f.ExtPort)) && j != f.Worker {
 				return fmt.Errorf("nat: forward %d: port %d is in worker %d's range, not %d's", i, f.ExtPort, j, f.Worker)
 			}
 		}

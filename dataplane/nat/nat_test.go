@@ -65,9 +65,9 @@ func TestOutboundInboundTranslation(t *testing.T) {
 
 func TestICMPEcho(t *testing.T) {
 	tab := newTable(t, baseConfig())
-	// id 7 is outside the range [1024, 65535): mapped into it.
+	// id 7 is below 1024: kept in the low share (RFC 4787 REQ-3a).
 	d := expectOut(t, tab, tuple{proto: hdr.ProtoICMP, icmp: hdr.ICMPEcho, src: hostA, sport: 7, dst: srv1}, 0, Pass)
-	if d.src != pubA || d.sport < 1024 {
+	if d.src != pubA || d.sport != 7 {
 		t.Fatalf("echo out %+v", d.tuple)
 	}
 	ext := d.sport
@@ -93,15 +93,16 @@ func TestEndpointIndependentMapping(t *testing.T) {
 	if a.sport != b.sport {
 		t.Fatalf("mapping depends on destination: %d vs %d", a.sport, b.sport)
 	}
-	// Another host with the same port gets another external port.
+	// Another host with the same port gets another external port, the
+	// next free one of the same parity (RFC 4787 REQ-4).
 	c := expectOut(t, tab, tuple{proto: hdr.ProtoUDP, src: hostB, sport: 5000, dst: srv1, dport: 3478}, 0, Pass)
-	if c.sport == a.sport || c.sport != 5001 {
-		t.Fatalf("second host got %d (first %d), want the next free port 5001", c.sport, a.sport)
+	if c.sport == a.sport || c.sport != 5002 {
+		t.Fatalf("second host got %d (first %d), want the next free even port 5002", c.sport, a.sport)
 	}
-	// Port outside the range: still a port of the range.
+	// A port below 1024 is kept in the low share (RFC 4787 REQ-3a).
 	d := expectOut(t, tab, tuple{proto: hdr.ProtoUDP, src: hostC, sport: 53, dst: srv1, dport: 53}, 0, Pass)
-	if d.sport < 1024 {
-		t.Fatalf("port %d outside the range", d.sport)
+	if d.sport != 53 {
+		t.Fatalf("port 53 left as %d", d.sport)
 	}
 }
 
@@ -590,14 +591,14 @@ func TestLimits(t *testing.T) {
 	})
 	t.Run("ports exhausted", func(t *testing.T) {
 		cfg := baseConfig()
-		cfg.Ports = Range{4000, 4004}
+		cfg.Ports = Range{Lo: 4000, Hi: 4004}
 		tab := newTable(t, cfg)
-		for p := uint16(1); p <= 4; p++ {
+		for p := uint16(5001); p <= 5004; p++ {
 			expectOut(t, tab, tuple{proto: hdr.ProtoUDP, src: hostA, sport: p, dst: srv1, dport: 80}, 0, Pass)
 		}
-		expectOut(t, tab, tuple{proto: hdr.ProtoUDP, src: hostA, sport: 9, dst: srv1, dport: 80}, 0, Reject)
+		expectOut(t, tab, tuple{proto: hdr.ProtoUDP, src: hostA, sport: 5009, dst: srv1, dport: 80}, 0, Reject)
 		// TCP has its own port space.
-		expectOut(t, tab, tuple{proto: hdr.ProtoTCP, src: hostA, sport: 9, dst: srv1, dport: 80, flags: hdr.TCPSyn}, 0, Pass)
+		expectOut(t, tab, tuple{proto: hdr.ProtoTCP, src: hostA, sport: 5009, dst: srv1, dport: 80, flags: hdr.TCPSyn}, 0, Pass)
 		if s := tab.Stats(); s.Reasons[ReasonPortsExhausted] != 1 {
 			t.Fatalf("stats %+v", s)
 		}
@@ -685,14 +686,17 @@ func TestExpireIncremental(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for name, mod := range map[string]func(*Config){
-		"empty range":     func(c *Config) { c.Ports = Range{5, 5} },
-		"tcp est short":   func(c *Config) { c.Timeouts.TCPEstablished = time.Hour },
-		"transitory":      func(c *Config) { c.Timeouts.TCPTransitory = time.Minute },
-		"icmp":            func(c *Config) { c.Timeouts.ICMP = time.Second },
-		"bad forward":     func(c *Config) { c.Forwards = []Forward{{Proto: hdr.ProtoICMP, ExtPort: 1, LANAddr: 1, LANPort: 1}} },
-		"dup forward":     func(c *Config) { c.Forwards = []Forward{{6, 80, 1, 80, 0}, {6, 80, 2, 80, 0}} },
-		"forward owner":   func(c *Config) { c.Ranges = []Range{c.Ports, {1, 1024}}; c.Forwards = []Forward{{6, 80, 1, 80, 0}} },
-		"ranges mismatch": func(c *Config) { c.Ranges = []Range{{1, 2}} },
+		"empty range":   func(c *Config) { c.Ports = Range{Lo: 5, Hi: 5} },
+		"tcp est short": func(c *Config) { c.Timeouts.TCPEstablished = time.Hour },
+		"transitory":    func(c *Config) { c.Timeouts.TCPTransitory = time.Minute },
+		"icmp":          func(c *Config) { c.Timeouts.ICMP = time.Second },
+		"bad forward":   func(c *Config) { c.Forwards = []Forward{{Proto: hdr.ProtoICMP, ExtPort: 1, LANAddr: 1, LANPort: 1}} },
+		"dup forward":   func(c *Config) { c.Forwards = []Forward{{6, 80, 1, 80, 0}, {6, 80, 2, 80, 0}} },
+		"forward owner": func(c *Config) {
+			c.Ranges = []Range{c.Ports, {Lo: 1, Hi: 1024}}
+			c.Forwards = []Forward{{6, 80, 1, 80, 0}}
+		},
+		"ranges mismatch": func(c *Config) { c.Ranges = []Range{{Lo: 1, Hi: 2}} },
 		"lan bits":        func(c *Config) { c.LANBits = 33 },
 	} {
 		c := baseConfig()
@@ -708,12 +712,14 @@ func TestOwnerTable(t *testing.T) {
 	fw := []Forward{{Proto: hdr.ProtoTCP, ExtPort: 443}, {Proto: hdr.ProtoUDP, ExtPort: 443}, {Proto: hdr.ProtoTCP, ExtPort: 30000}}
 	AssignForwards(ranges, fw)
 	o := OwnerTable(ranges, fw)
-	if fw[0].Worker != fw[1].Worker || fw[0].Worker != 443%3 || o[443] != uint8(fw[0].Worker) {
+	if fw[0].Worker != fw[1].Worker || fw[0].Worker != 443/2%3 || o[443] != uint8(fw[0].Worker) {
 		t.Fatalf("forward 443: %+v owner %d", fw, o[443])
 	}
 	for j, r := range ranges {
-		if o[r.Lo] != uint8(j) || o[r.Hi-1] != uint8(j) {
-			t.Fatalf("range %d", j)
+		for p := 1; p < 65536; p++ {
+			if (r.Contains(uint16(p)) || r.ContainsLow(uint16(p))) && o[p] != uint8(j) && p != 443 && p != 30000 {
+				t.Fatalf("range %d: port %d steered to %d", j, p, o[p])
+			}
 		}
 		if r.Contains(30000) && fw[2].Worker != j {
 			t.Fatalf("forward in range %d owned by %d", j, fw[2].Worker)

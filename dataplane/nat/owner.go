@@ -8,37 +8,52 @@ import (
 
 // Ownership.
 //
-// WAN side: every external port / ICMP echo id p belongs to one worker:
-// the worker whose Range contains p, the Worker of a forward on p, or
-// otherwise (unowned ports, traffic that is dropped or Local anyway)
-// p % workers. OwnerTable precomputes that for the steering stage, which
-// looks up:
+// Every port / ICMP echo id p belongs to the worker PortOwner(p, workers):
+// ports are interleaved by pairs. A worker's Range holds its ports of the
+// configured span [Lo, Hi) and its low share of [1, LowHi()).
+//
+// WAN side: p is steered to the Worker of a forward on p, or otherwise
+// to PortOwner(p) (unowned ports, traffic that is dropped or Local
+// anyway, go there too). OwnerTable precomputes that for the steering
+// stage, which looks up:
 //   - TCP/UDP: the destination port;
 //   - ICMP echo reply/request: the echo id;
 //   - ICMP errors: the embedded header's source port (TCP/UDP) or echo id.
 //
 // LAN side: a LAN endpoint (proto, address, port or echo id) belongs to
-// EndpointOwner's worker, or to the forward's Worker when it is a forward's
-// LAN endpoint. Outbound answers Redirect for endpoints of another worker;
+// EndpointOwner's worker, PortOwner(port): the worker whose range (or
+// low share, for ports below 1024) holds the port, so that it can keep
+// the port; or to the forward's Worker when it is a forward's LAN
+// endpoint. Outbound answers Redirect for endpoints of another worker;
 // LANSteer.Owner gives the owner from a packet so the LAN RX stage can
 // steer there directly.
 
-// AssignForwards sets fwds[i].Worker: the worker whose range holds ExtPort,
-// else ExtPort % len(ranges). Forwards sharing an ExtPort (TCP and UDP)
-// get the same worker.
+// PortOwner returns the worker among workers owning port / ICMP id p:
+// (p / 2) mod workers. Both ports of a pair share the owner.
+func PortOwner(p uint16, workers int) int {
+	if workers <= 1 {
+		return 0
+	}
+	return int(p>>1) % workers
+}
+
+// AssignForwards sets fwds[i].Worker: PortOwner(ExtPort). Forwards
+// sharing an ExtPort (TCP and UDP) get the same worker.
 func AssignForwards(ranges []Range, fwds []Forward) {
 	for i := range fwds {
 		fwds[i].Worker = portOwner(ranges, fwds[i].ExtPort)
 	}
 }
 
+// portOwner is the worker whose range or low share holds p, else
+// PortOwner(p).
 func portOwner(ranges []Range, p uint16) int {
 	for j, r := range ranges {
-		if r.Contains(p) {
+		if r.Contains(p) || r.ContainsLow(p) {
 			return j
 		}
 	}
-	return int(p) % len(ranges)
+	return PortOwner(p, len(ranges))
 }
 
 // OwnerTable returns the WAN steering table: owner worker by external
@@ -55,17 +70,14 @@ func OwnerTable(ranges []Range, fwds []Forward) *[65536]uint8 {
 }
 
 // EndpointOwner returns the worker owning the mapping of LAN endpoint
-// (proto, addr, port) among workers (port = echo id for ICMP). Forward
-// LAN endpoints are owned by their forward's Worker instead (LANSteer).
+// (proto, addr, port) among workers (port = echo id for ICMP):
+// PortOwner(port, workers), the worker of Partition's ranges that holds
+// port. It depends on the port alone, so that LAN receive steering (the
+// afpacket fanout program, NIC flow rules) computes it from a fixed
+// offset. Forward LAN endpoints are owned by their forward's Worker
+// instead (LANSteer).
 func EndpointOwner(proto uint8, addr uint32, port uint16, workers int) int {
-	if workers <= 1 {
-		return 0
-	}
-	h := (uint64(addr)<<24 | uint64(port)<<8 | uint64(proto)) * 0x9e3779b97f4a7c15
-	h ^= h >> 29
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 32
-	return int((h & 0xffffffff) * uint64(workers) >> 32)
+	return PortOwner(port, workers)
 }
 
 // LANSteer computes the owning worker of LAN packets.

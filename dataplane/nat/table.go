@@ -1,7 +1,6 @@
 package nat
 
 import (
-	"math/bits"
 	"time"
 
 	"github.com/pppfwd/pppfwd/hdr"
@@ -73,9 +72,9 @@ type Table struct {
 	// fwdMax bounds the live forward states (stats.Forwards), see fwdShare.
 	fwdMax int
 
-	lo, span uint32
-	ports    [numPI][]uint32 // external port - lo -> mapping slot + 1 (0 free)
-	bits     [numPI][]uint64 // allocation bitmap (used or reserved)
+	px    portIndex       // the table's ports (ports.go)
+	ports [numPI][]uint32 // by port index: mapping slot + 1 (0 free)
+	bits  [numPI][]uint64 // by port index: allocation bitmap (used or reserved)
 	// lanOf caches, per TCP/UDP external port, the LAN endpoint of its
 	// mapping as host<<16 | lport (host = address bits below the LAN
 	// prefix), so that Inbound finds a flow with one hash probe instead
@@ -127,14 +126,15 @@ func (t *Table) init() {
 		t.seed = uint64(time.Now().UnixNano()) | 1
 	}
 	t.lanNet = c.LANAddr & t.lanM
-	t.lo, t.span = uint32(c.Ports.Lo), uint32(c.Ports.Len())
+	t.px = newPortIndex(c.Ports)
+	span := t.px.span
 	for pi := range t.ports {
-		t.ports[pi] = make([]uint32, t.span)
-		t.bits[pi] = make([]uint64, (t.span+63)/64)
+		t.ports[pi] = make([]uint32, span)
+		t.bits[pi] = make([]uint64, (span+63)/64)
 	}
 	if c.LANBits >= 16 {
 		for pi := range t.lanOf {
-			t.lanOf[pi] = make([]uint32, t.span)
+			t.lanOf[pi] = make([]uint32, span)
 		}
 	}
 	for _, f := range c.Forwards {
@@ -155,13 +155,14 @@ func (t *Table) resetPorts() {
 		clear(t.ports[pi])
 		b := t.bits[pi]
 		clear(b)
-		for i := t.span; i < uint32(len(b))*64; i++ { // tail bits never free
-			b[i>>6] |= 1 << (i & 63)
+		for i := uint32(0); i < uint32(len(b))*64; i++ { // tail and cut pairs never free
+			if i >= t.px.span || !t.px.valid(i) {
+				b[i>>6] |= 1 << (i & 63)
+			}
 		}
 	}
 	reserve := func(pi int, p uint16) {
-		if uint32(p)-t.lo < t.span {
-			i := uint32(p) - t.lo
+		if i := t.px.index(p); i < t.px.span {
 			t.ports[pi][i] = portReserved
 			t.bits[pi][i>>6] |= 1 << (i & 63)
 		}
@@ -381,7 +382,7 @@ func (t *Table) del(i uint32) {
 			if (j-home)&t.mask >= (j-i)&t.mask {
 				t.slots[i] = *e
 				if e.meta&kindMask == kindMap {
-					t.ports[e.meta&0xf][uint32(t.slots[i].ext)-t.lo] = i + 1
+					t.ports[e.meta&0xf][t.px.index(t.slots[i].ext)] = i + 1
 				}
 				i = j
 				break
@@ -390,35 +391,8 @@ func (t *Table) del(i uint32) {
 	}
 }
 
-// allocPort takes a free external port for protocol index pi, preferring
-// pref (port preservation) and otherwise the first free port scanning
-// upward (wrapping) from pref's position in the range.
-func (t *Table) allocPort(pi int, pref uint16) (uint16, bool) {
-	start := uint32(pref) - t.lo
-	if start >= t.span {
-		start = uint32(pref) % t.span
-	}
-	words := t.bits[pi]
-	nw := uint32(len(words))
-	w := start >> 6
-	x := ^words[w] & (^uint64(0) << (start & 63))
-	for k := uint32(0); k <= nw; k++ {
-		if x != 0 {
-			i := w<<6 | uint32(bits.TrailingZeros64(x))
-			words[i>>6] |= 1 << (i & 63)
-			return uint16(i + t.lo), true
-		}
-		w++
-		if w == nw {
-			w = 0
-		}
-		x = ^words[w]
-	}
-	return 0, false
-}
-
 func (t *Table) freePort(pi int, ext uint16) {
-	i := uint32(ext) - t.lo
+	i := t.px.index(ext)
 	t.ports[pi][i] = 0
 	t.bits[pi][i>>6] &^= 1 << (i & 63)
 }
@@ -482,9 +456,10 @@ func (t *Table) createFlow(pi int, lan uint32, lport uint16, rem uint32, rport u
 			return -1, ReasonPortsExhausted
 		}
 		m = t.insert(entry{meta: uint8(kindMap | pi), lan: lan, lport: lport, ext: ext, rem: 1})
-		t.ports[pi][uint32(ext)-t.lo] = uint32(m) + 1
+		xi := t.px.index(ext)
+		t.ports[pi][xi] = uint32(m) + 1
 		if pi < len(t.lanOf) && t.lanOf[pi] != nil {
-			t.lanOf[pi][uint32(ext)-t.lo] = (lan&^t.lanM)<<16 | uint32(lport)
+			t.lanOf[pi][xi] = (lan&^t.lanM)<<16 | uint32(lport)
 		}
 		t.stats.Mappings++
 		t.stats.MappingAllocs++

@@ -284,10 +284,11 @@ func (t *Table) Inbound(ip []byte, now int64) Verdict {
 		return Local
 	case p.icmpTy == hdr.ICMPEchoReply:
 		id := p.sport
-		if uint32(id)-t.lo >= t.span {
+		xi := t.px.index(id)
+		if xi >= t.px.span {
 			return t.drop(ReasonNoMapping)
 		}
-		m := t.ports[piICMP][uint32(id)-t.lo]
+		m := t.ports[piICMP][xi]
 		if m == 0 || m == portReserved {
 			return t.drop(ReasonNoMapping)
 		}
@@ -309,7 +310,7 @@ func (t *Table) Inbound(ip []byte, now int64) Verdict {
 // mapping of ext is missing: the lookup may have expired the mapping's
 // last flow, and then the packet is unsolicited.
 func (t *Table) goneReason(pi int, ext uint16) Reason {
-	if t.ports[pi][uint32(ext)-t.lo] == 0 {
+	if t.ports[pi][t.px.index(ext)] == 0 {
 		return ReasonNoMapping
 	}
 	return ReasonNoState
@@ -330,14 +331,14 @@ func (t *Table) inboundL4(p *pkt, s uint32) Verdict {
 		t.dnat(p, f.LANAddr, f.LANPort)
 		return Pass
 	}
-	idx := uint32(p.dport) - t.lo
-	if idx >= t.span {
+	idx := t.px.index(p.dport)
+	if idx >= t.px.span {
 		if t.cfg.LocalPorts.Contains(p.dport) {
 			t.stats.Locals++
 			return Local
 		}
 		for j, r := range t.cfg.Ranges {
-			if r.Contains(p.dport) && j != t.cfg.Worker {
+			if (r.Contains(p.dport) || r.ContainsLow(p.dport)) && j != t.cfg.Worker {
 				return t.drop(ReasonNotOwner)
 			}
 		}
@@ -443,8 +444,8 @@ func (t *Table) icmpErrorIn(p *pkt, s uint32) Verdict {
 			return t.drop(ReasonNoState)
 		}
 	} else {
-		idx := uint32(in.sp) - t.lo
-		if idx >= t.span {
+		idx := t.px.index(in.sp)
+		if idx >= t.px.span {
 			return t.drop(ReasonNoMapping)
 		}
 		m := t.ports[in.pi][idx]
