@@ -18,8 +18,8 @@ import (
 //     or ICMP echo request id; for an ICMP error, the quoted packet's
 //     destination address and port or echo id), with the header's own
 //     length (options) and total length honoured: the Forwards entry
-//     matching the endpoint, or else
-//     EndpointHash(proto, addr, port, Workers).
+//     matching the endpoint, or else PortQueue(port, Workers), the
+//     queue of the worker whose NAT port range holds the port.
 //     A first fragment is steered as the whole packet would be (the
 //     fragment holds the transport header), except an ICMP error.
 //     Packets without an endpoint (later fragments, other protocols,
@@ -65,6 +65,12 @@ func (s *OwnerSpec) Validate() error {
 	return nil
 }
 
+// PortQueue is the owner of the IPv4 LAN endpoint with port (TCP/UDP
+// source port, ICMP echo id) among workers: port/2 mod workers, the same
+// function as the NAT's port owner (nat.PortOwner), which the router's
+// tests hold it to.
+func PortQueue(port uint16, workers int) int { return int(port>>1) % workers }
+
 // Hash constants of EndpointHash and FlowHash6.
 const (
 	golden = 0x9e3779b97f4a7c15
@@ -72,9 +78,8 @@ const (
 	mixB   = 0x94d049bb133111eb
 )
 
-// EndpointHash is the owner of IPv4 LAN endpoint (proto, addr, port) among
-// workers: the same function as the NAT's endpoint owner, which the
-// router's tests hold it to.
+// EndpointHash spreads IPv4 packets without an endpoint (proto, addr,
+// port) among workers: the fallback queue of OwnerSpec.
 func EndpointHash(proto uint8, addr uint32, port uint16, workers int) int {
 	h := (uint64(addr)<<24 | uint64(port)<<8 | uint64(proto)) * golden
 	h ^= h >> 29
@@ -141,7 +146,7 @@ func (s *OwnerSpec) queue4(ip []byte) int {
 			return f.Queue
 		}
 	}
-	return EndpointHash(proto, addr, port, s.Workers)
+	return PortQueue(port, s.Workers)
 }
 
 // endpoint4 returns the LAN endpoint of IPv4 packet ip (len(ip) >= 20).

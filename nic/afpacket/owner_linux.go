@@ -54,7 +54,8 @@ const (
 //
 // Registers: R6 the skb (LD_ABS/LD_IND need it there); R7, R8, R9 hold
 // values across loads, which clobber R0-R5; the endpoint is (R7 proto,
-// R8 address, R9 port) at "steer" and "hash".
+// R8 address, R9 port) at "steer" (forwards, then PortQueue of R9) and
+// "hash" (EndpointHash, for packets without an endpoint).
 func ownerInsns(s *OwnerSpec) asm.Instructions {
 	// skb->protocol is the big-endian field loaded in host order.
 	be16 := func(v uint16) int32 { return int32(binary.NativeEndian.Uint16([]byte{byte(v >> 8), byte(v)})) }
@@ -181,13 +182,18 @@ func ownerInsns(s *OwnerSpec) asm.Instructions {
 			asm.Return(),
 		)
 	}
-	last := asm.Ja.Label("hash")
+	// PortQueue(R9, Workers).
+	last := asm.Mov.Reg(asm.R0, asm.R9)
 	if n := len(s.Forwards); n == 0 {
 		last = last.WithSymbol("steer")
 	} else {
 		last = last.WithSymbol(fmt.Sprintf("fwd%d", n))
 	}
 	in = append(in, last,
+		asm.RSh.Imm(asm.R0, 1),
+		asm.Mod.Imm(asm.R0, int32(s.Workers)),
+		asm.Return(),
+
 		// No endpoint: the source address's hash.
 		asm.Mov.Imm(asm.R7, 0).WithSymbol("fallback"),
 		asm.LoadMem(asm.R8, fp, slotSrc, asm.DWord),

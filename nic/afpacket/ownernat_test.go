@@ -81,7 +81,7 @@ func (d *dataplaneOwners) want(frame []byte) int {
 				return o
 			}
 		}
-		return nat.EndpointOwner(0, binary.BigEndian.Uint32(ip[12:]), 0, d.workers)
+		return afpacket.EndpointHash(0, binary.BigEndian.Uint32(ip[12:]), 0, d.workers)
 	case 0x86dd: // IPv6
 		return d.e.LAN6Owner(ip)
 	}
