@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/dataplane/control"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/pppoe/dhcp6"
 )
@@ -106,7 +107,7 @@ func (p *pd) send(msg []byte) {
 	if s == nil || !s.IPv6 {
 		return
 	}
-	src := dataplane.WANLinkLocal(s.LocalIfID)
+	src := control.WANLinkLocal(s.LocalIfID)
 	p.buf = dhcp6.EncodeUDP6(p.buf[:0], &src, &dhcp6.AllDHCPRelayAgentsAndServers, 1, dhcp6.ClientPort, dhcp6.ServerPort, msg)
 	if err := p.r.ctl.SendWAN6(p.buf); err != nil {
 		p.r.logf("pppfwd: dhcpv6: %v", err)
@@ -121,7 +122,7 @@ func (p *pd) onLease(l dhcp6.Lease) {
 	if l.Valid <= 0 {
 		p.r.logf("pppfwd: dhcpv6: delegated prefix lost; IPv6 off on the LAN")
 		p.r.e.SetLAN6(nil)
-		p.r.ctl.SetRA(dataplane.RAConfig{DNS: p.r.cfg.dns6()}) // its DNS servers go with it
+		p.r.ctl.SetRA(control.RAConfig{DNS: p.r.cfg.dns6()}) // its DNS servers go with it
 		p.r.hooks.publish6(nil)
 		return
 	}
@@ -139,7 +140,7 @@ func (p *pd) onLease(l dhcp6.Lease) {
 	}
 	p.r.logf("pppfwd: dhcpv6: delegated %s/%d, LAN %s/64", addr6String(l.Prefix), l.Bits, addr6String(lan))
 	dns := append(p.r.cfg.dns6(), l.DNS...)
-	p.r.ctl.SetRA(dataplane.RAConfig{Valid: min(l.Valid, pdValidLimit), Preferred: min(l.Preferred, pdPreferredLimit), DNS: dns})
+	p.r.ctl.SetRA(control.RAConfig{Valid: min(l.Valid, pdValidLimit), Preferred: min(l.Preferred, pdPreferredLimit), DNS: dns})
 	p.r.e.SetLAN6(l6)
 	p.r.hooks.publish6(lan6Hook(l6, netip.PrefixFrom(netip.AddrFrom16(l.Prefix), l.Bits).String(), dns))
 }

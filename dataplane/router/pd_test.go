@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/dataplane/control"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/memport"
 	"github.com/pppfwd/pppfwd/pppoe/dhcp6"
@@ -41,7 +42,7 @@ func newPDRig(t *testing.T, valid time.Duration, ipv6Script string) *pdRig {
 	pr := &pdRig{wan: wan, r: &Router{cfg: cfg, e: e, lanMAC: lanMAC, wanMAC: wanMAC, logf: t.Logf}}
 	pr.r.hooks = newHooks(cfg, t.Logf)
 	pr.p = newPD(pr.r)
-	pr.r.ctl = dataplane.NewControl(e, dataplane.ControlConfig{WANMAC: wanMAC, WAN6: pr.p.input})
+	pr.r.ctl = control.New(e, control.Config{WANMAC: wanMAC, WAN6: pr.p.input})
 	pr.srv, err = dhcp6.NewServer(dhcp6.ServerConfig{MAC: [6]byte{2, 0xac, 0, 0, 0, 1},
 		Pool: netip.MustParseAddr("2001:db8:100::").As16(), PoolBits: 40, Delegate: 56, Valid: valid, Preferred: valid / 2})
 	if err != nil {

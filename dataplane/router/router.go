@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/dataplane/control"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
@@ -33,7 +34,7 @@ type Router struct {
 	lanMAC   [6]byte
 	wanMAC   [6]byte
 	e        *dataplane.Engine
-	ctl      *dataplane.Control
+	ctl      *control.Control
 	cli      *pppoe.Client
 	hooks    *hooks // nil without session hooks
 	pd       *pd    // nil without pppoe.dhcpv6_pd
@@ -113,12 +114,12 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		r.Close()
 		return nil, err
 	}
-	cc := dataplane.ControlConfig{WANMAC: r.wanMAC, Host: r.host, RA: dataplane.RAConfig{DNS: cfg.dns6()}}
+	cc := control.Config{WANMAC: r.wanMAC, Host: r.host, RA: control.RAConfig{DNS: cfg.dns6()}}
 	if cfg.PD {
 		r.pd = newPD(r)
 		cc.WAN6 = r.pd.input
 	}
-	r.ctl = dataplane.NewControl(r.e, cc)
+	r.ctl = control.New(r.e, cc)
 	if cfg.LAN6Prefix.IsValid() {
 		l6, err := dataplane.NewLAN6(cfg.LAN6Prefix.Addr().As16(), cfg.LAN6Prefix.Bits(), r.lanMAC)
 		if err != nil {
@@ -163,10 +164,10 @@ func (r *Router) Engine() *dataplane.Engine { return r.e }
 func (r *Router) Client() *pppoe.Client { return r.cli }
 
 // Control returns the control plane.
-func (r *Router) Control() *dataplane.Control { return r.ctl }
+func (r *Router) Control() *control.Control { return r.ctl }
 
 // The control plane's WAN side is the PPPoE client's Conn.
-var _ pppoe.Conn = dataplane.WANConn{}
+var _ pppoe.Conn = control.WANConn{}
 
 // Run forwards until ctx is done, then ends the session cleanly (LCP
 // Terminate, PADT), stops the workers and closes the ports.
@@ -320,20 +321,20 @@ type Stats struct {
 	State     string    `json:"state"`
 	SessionID uint16    `json:"session_id,omitempty"`
 	// The session's figures, while it is up.
-	Local         string                 `json:"local,omitempty"`
-	Peer          string                 `json:"peer,omitempty"`
-	MTU           int                    `json:"mtu,omitempty"`
-	UpSince       time.Time              `json:"up_since,omitzero"`
-	EchoRTTMs     float64                `json:"lcp_echo_rtt_ms,omitempty"`
-	LastError     string                 `json:"last_error,omitempty"`
-	SessionsUp    uint64                 `json:"sessions_up"` // sessions brought up since start
-	Counters      StatsCounters          `json:"counters"`
-	Drops         map[string]uint64      `json:"drops"`
-	Control       dataplane.ControlStats `json:"control"`
-	ShaperUpBps   uint64                 `json:"shaper_up_bps"`
-	ShaperDownBps uint64                 `json:"shaper_down_bps"`
-	LAN6          string                 `json:"lan6_prefix,omitempty"` // the LAN's IPv6 prefix, while there is one
-	PD            *PDStats               `json:"dhcpv6_pd,omitempty"`
+	Local         string            `json:"local,omitempty"`
+	Peer          string            `json:"peer,omitempty"`
+	MTU           int               `json:"mtu,omitempty"`
+	UpSince       time.Time         `json:"up_since,omitzero"`
+	EchoRTTMs     float64           `json:"lcp_echo_rtt_ms,omitempty"`
+	LastError     string            `json:"last_error,omitempty"`
+	SessionsUp    uint64            `json:"sessions_up"` // sessions brought up since start
+	Counters      StatsCounters     `json:"counters"`
+	Drops         map[string]uint64 `json:"drops"`
+	Control       control.Stats     `json:"control"`
+	ShaperUpBps   uint64            `json:"shaper_up_bps"`
+	ShaperDownBps uint64            `json:"shaper_down_bps"`
+	LAN6          string            `json:"lan6_prefix,omitempty"` // the LAN's IPv6 prefix, while there is one
+	PD            *PDStats          `json:"dhcpv6_pd,omitempty"`
 	// PPPoE is the client's counters (discovery, echo, write errors,
 	// refused offers, addresses and PAP).
 	PPPoE pppoe.ClientCounters `json:"pppoe"`

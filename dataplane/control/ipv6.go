@@ -1,26 +1,27 @@
-package dataplane
+package control
 
 import (
-	"encoding/binary"
 	"errors"
+	"hash/maphash"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/ndp"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 )
 
 // The control plane's IPv6 side, on while the engine has a LAN prefix
-// (SetLAN6): Neighbor Discovery on the LAN (answering solicitations for
-// the router's addresses, learning and resolving hosts, holding packets
-// for unresolved ones as ARP does), Router Advertisements (periodic and
-// solicited) that give hosts the prefix (SLAAC), the default route while
-// the session carries IPv6 and the DNS servers, and ICMPv6 echo for the
-// router. IPv6 for the router from the session that it does not answer
-// itself (DHCPv6) goes to ControlConfig.WAN6.
+// (Engine.SetLAN6): Neighbor Discovery on the LAN (answering
+// solicitations for the router's addresses, learning and resolving hosts,
+// holding packets for unresolved ones as ARP does), Router Advertisements
+// (periodic and solicited) that give hosts the prefix (SLAAC), the
+// default route while the session carries IPv6 and the DNS servers, and
+// ICMPv6 echo for the router. IPv6 for the router from the session that
+// it does not answer itself (DHCPv6) goes to Config.WAN6.
 
 // RAConfig is what the router advertises on the LAN.
 type RAConfig struct {
@@ -31,7 +32,7 @@ type RAConfig struct {
 	// without it the router advertises 0, so hosts stop using it as their
 	// default router (RFC 7084 L-13).
 	RouterLifetime time.Duration
-	// Prefix lifetimes (defaults 1 day and 4 hours for ControlConfig.RA;
+	// Prefix lifetimes (defaults 1 day and 4 hours for Config.RA;
 	// SetRA takes them as given, so a deprecated delegated prefix goes out
 	// with Preferred 0).
 	Valid, Preferred time.Duration
@@ -75,8 +76,8 @@ const (
 	NeighborTTL = 30 * time.Minute
 )
 
-// ControlStats6 are the IPv6 control counters.
-type ControlStats6 struct {
+// Stats6 are the IPv6 control counters.
+type Stats6 struct {
 	NSReplies   uint64 `json:"ns_replies"`  // NAs sent for the router's addresses
 	NSSent      uint64 `json:"ns_sent"`     // NSs sent to resolve LAN hosts
 	Learned     uint64 `json:"learned"`     // IPv6 neighbours learned or moved
@@ -95,13 +96,13 @@ type control6 struct {
 	mu       sync.Mutex
 	ra       RAConfig
 	nextRA   time.Time
-	initial  int       // initial RAs still to send
-	lastMcRA time.Time // last RA to all-nodes
-	lastUp   bool      // the router lifetime last advertised was non-zero
-	lastPfx  *LAN6     // the LAN6 last advertised
+	initial  int             // initial RAs still to send
+	lastMcRA time.Time       // last RA to all-nodes
+	lastUp   bool            // the router lifetime last advertised was non-zero
+	lastPfx  *dataplane.LAN6 // the LAN6 last advertised
 	old      []oldPrefix
 	lastNS   map[hdr.Addr6]time.Time
-	nsLimit  tokenBucket // NSs per second, all targets together (arpMu)
+	nsLimit  dataplane.TokenBucket // NSs per second, all targets together (arpMu)
 	// seen: when each IPv6 neighbour was last learned or confirmed by ND
 	// (arpMu); entries not confirmed for NeighborTTL are dropped.
 	seen      map[hdr.Addr6]time.Time
@@ -109,14 +110,14 @@ type control6 struct {
 	// seen4: the same for IPv4 neighbours and ARP.
 	seen4   map[uint32]time.Time
 	rand    *rand.Rand
-	srcSeed uint64 // keys srcLimit's buckets: an outsider cannot aim at one
+	srcSeed maphash.Seed // keys srcLimit's buckets: an outsider cannot aim at one
 	buf     []byte
 
 	// srcLimit bounds, per remote /64 (hashed into srcBuckets buckets),
 	// the new LAN addresses the session's packets make the router hold
 	// frames for and solicit (srcMu).
 	srcMu    sync.Mutex
-	srcLimit [srcBuckets]tokenBucket
+	srcLimit [srcBuckets]dataplane.TokenBucket
 
 	nsReplies, nsSent, learned, raSent, rsRecv, echo, toWAN6, invalid, srcLimited atomic.Uint64
 }
@@ -134,19 +135,14 @@ const (
 // sourceAllowed reports whether src (its /64) may make the router
 // resolve one more new LAN address now.
 func (v *control6) sourceAllowed(src *hdr.Addr6, now time.Time) bool {
-	i := mix64(binary.LittleEndian.Uint64(src[:8])^v.srcSeed) % srcBuckets
+	i := maphash.Bytes(v.srcSeed, src[:8]) % srcBuckets
 	v.srcMu.Lock()
 	defer v.srcMu.Unlock()
-	b := &v.srcLimit[i]
-	if b.burst == 0 {
-		*b = newTokenBucket(srcRate, srcBurst)
-		b.last = now.UnixNano()
-	}
-	return b.allow(now.UnixNano())
+	return v.srcLimit[i].Allow(now.UnixNano())
 }
 
 type oldPrefix struct {
-	l    *LAN6
+	l    *dataplane.LAN6
 	left int
 }
 
@@ -161,9 +157,9 @@ func (c *Control) SetRA(ra RAConfig) {
 }
 
 // Stats6 returns the IPv6 control counters.
-func (c *Control) Stats6() ControlStats6 {
+func (c *Control) Stats6() Stats6 {
 	v := &c.v6
-	return ControlStats6{NSReplies: v.nsReplies.Load(), NSSent: v.nsSent.Load(), Learned: v.learned.Load(),
+	return Stats6{NSReplies: v.nsReplies.Load(), NSSent: v.nsSent.Load(), Learned: v.learned.Load(),
 		RASent: v.raSent.Load(), RSReceived: v.rsRecv.Load(), EchoReplies: v.echo.Load(),
 		ToWAN6: v.toWAN6.Load(), Invalid: v.invalid.Load(), SourceLimited: v.srcLimited.Load()}
 }
@@ -226,7 +222,7 @@ func (c *Control) sessionIPv6() bool {
 func (c *Control) sendRALocked(dst hdr.Addr6, dstMAC [6]byte, now time.Time) {
 	v := &c.v6
 	l6 := v.lastPfx
-	mac := c.e.cfg.RouterMAC
+	mac := c.routerMAC
 	ra := ndp.RA{SrcMAC: mac, Src: hdr.LinkLocalEUI64(mac), Dst: dst, DstMAC: dstMAC, CurHopLimit: 64,
 		RDNSS: v.ra.DNS, RDNSSLifetime: 3 * v.ra.Interval}
 	if l6 != nil {
@@ -253,7 +249,7 @@ func (c *Control) sendRALocked(dst hdr.Addr6, dstMAC [6]byte, now time.Time) {
 		ra.RDNSSLifetime = 0
 	}
 	v.buf = ndp.AppendRA(v.buf[:0], &ra)
-	if c.e.Send(ToLAN, v.buf) == nil {
+	if c.e.Send(dataplane.ToLAN, v.buf) == nil {
 		v.raSent.Add(1)
 		if hdr.IsMulticast6(&dst) {
 			v.lastMcRA = now
@@ -262,7 +258,7 @@ func (c *Control) sendRALocked(dst hdr.Addr6, dstMAC [6]byte, now time.Time) {
 }
 
 // fromLAN6 handles an IPv6 frame from the LAN for the router. It returns
-// false when the host stack (ControlConfig.Host) should have it too or
+// false when the host stack (Config.Host) should have it too or
 // instead: anything but ND and echo, and with a host stack also NS, NA and
 // RA (the control plane learns from them, the host keeps its own
 // neighbour cache) and echo requests.
@@ -278,14 +274,14 @@ func (c *Control) fromLAN6(b []byte) bool {
 		}
 		return false
 	}
-	mac := c.e.cfg.RouterMAC
+	mac := c.routerMAC
 	ours := func(a *hdr.Addr6) bool { return *a == l6.Router || *a == l6.LinkLocal }
 	var out [256]byte
 	switch m.Type {
 	case hdr.ICMP6NeighborSol:
 		if ours(&m.Target) {
 			c.learn6(l6, &m.Src, m.SourceLL, m.HasSourceLL, true, false)
-			if c.e.Send(ToLAN, ndp.AppendNA(out[:0], &m, m.Target, mac, true)) == nil {
+			if c.e.Send(dataplane.ToLAN, ndp.AppendNA(out[:0], &m, m.Target, mac, true)) == nil {
 				c.v6.nsReplies.Add(1)
 			}
 		}
@@ -315,7 +311,7 @@ func (c *Control) fromLAN6(b []byte) bool {
 		if c.cfg.Host != nil || !ours(&m.Dst) {
 			return false
 		}
-		if c.e.Send(ToLAN, ndp.AppendEchoReply(out[:0:0], &m, m.Dst, mac)) == nil {
+		if c.e.Send(dataplane.ToLAN, ndp.AppendEchoReply(out[:0:0], &m, m.Dst, mac)) == nil {
 			c.v6.echo.Add(1)
 		}
 		return true
@@ -328,7 +324,7 @@ func (c *Control) fromLAN6(b []byte) bool {
 // updated when its MAC changes (not within a second of the last change,
 // and never by an NA without the override flag). Then what was held for
 // it is sent.
-func (c *Control) learn6(l6 *LAN6, ip *hdr.Addr6, mac [6]byte, has, aboutUs, noOverride bool) {
+func (c *Control) learn6(l6 *dataplane.LAN6, ip *hdr.Addr6, mac [6]byte, has, aboutUs, noOverride bool) {
 	// Neither the router's addresses, nor the subnet-router anycast
 	// address (the prefix itself, RFC 4291 2.6.1), nor a multicast or
 	// zero MAC is a neighbour.
@@ -392,7 +388,7 @@ func (c *Control) resolve6(ip hdr.Addr6) {
 	if c.v6.lastNS == nil {
 		c.v6.lastNS = map[hdr.Addr6]time.Time{}
 	}
-	if t, ok := c.v6.lastNS[ip]; ok && now.Sub(t) < time.Second || !c.v6.nsLimit.allow(now.UnixNano()) {
+	if t, ok := c.v6.lastNS[ip]; ok && now.Sub(t) < time.Second || !c.v6.nsLimit.Allow(now.UnixNano()) {
 		c.arpMu.Unlock()
 		return
 	}
@@ -401,9 +397,9 @@ func (c *Control) resolve6(ip hdr.Addr6) {
 	}
 	c.v6.lastNS[ip] = now
 	c.arpMu.Unlock()
-	mac := c.e.cfg.RouterMAC
+	mac := c.routerMAC
 	var out [128]byte
-	if c.e.Send(ToLAN, ndp.AppendNS(out[:0], hdr.LinkLocalEUI64(mac), ip, mac)) == nil {
+	if c.e.Send(dataplane.ToLAN, ndp.AppendNS(out[:0], hdr.LinkLocalEUI64(mac), ip, mac)) == nil {
 		c.v6.nsSent.Add(1)
 	}
 }
@@ -492,7 +488,7 @@ func (c *Control) sendHeld6(ip hdr.Addr6, mac [6]byte) { sendHeldFrom(c, &c.hold
 
 // fromWAN6 handles an IPv6 packet for the router from the session (f
 // holds it, with headroom): echo requests to its addresses are answered,
-// the rest goes to ControlConfig.WAN6.
+// the rest goes to Config.WAN6.
 func (c *Control) fromWAN6(f *nic.Frame) bool {
 	ip := hdr.IPv6(f.Data())
 	if !ip.IsValid() {
@@ -555,10 +551,10 @@ func (c *Control) SendWAN6(ip []byte) error {
 	if !f.SetData(ip) || !s.Encap(f) {
 		return errTooBig
 	}
-	return c.e.Send(ToWAN, f.Data())
+	return c.e.Send(dataplane.ToWAN, f.Data())
 }
 
 var (
-	errNoIPv6 = errors.New("dataplane: the session does not carry IPv6")
-	errTooBig = errors.New("dataplane: packet too large")
+	errNoIPv6 = errors.New("control: the session does not carry IPv6")
+	errTooBig = errors.New("control: packet too large")
 )

@@ -1,4 +1,4 @@
-package dataplane
+package control
 
 import (
 	"encoding/binary"
@@ -9,21 +9,22 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/ndp"
-	"github.com/pppfwd/pppfwd/dataplane/slowpath"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
 )
 
 // ctlFuzz is a control plane over an engine that is not started. The
-// fuzz targets call its handler directly, not through the slow-path
-// pool: the pool recovers a handler's panic, and the fuzzer must see it.
+// fuzz targets call its handler on their own goroutine, not through the
+// exception queue, and step the engine with Poll: what an input did is
+// done when the next one comes.
 type ctlFuzz struct {
 	lan, wan, host *memport.Port
-	e              *Engine
+	e              *dataplane.Engine
 	ctl            *Control
-	l6             *LAN6
+	l6             *dataplane.LAN6
 	session        bool // the session is up (IPv4 and IPv6)
 	buf            []byte
 }
@@ -35,18 +36,17 @@ func newCtlFuzz(tb testing.TB, withHost bool) *ctlFuzz {
 	r := &ctlFuzz{lan: memport.New("lan", 1, 1024), wan: memport.New("wan", 1, 1024), buf: make([]byte, nic.BufSize)}
 	r.e = memEngine(tb, r.lan, r.wan)
 	var err error
-	if r.l6, err = NewLAN6(lan6Prefix, 64, routerMAC); err != nil {
+	if r.l6, err = dataplane.NewLAN6(lan6Prefix, 64, routerMAC); err != nil {
 		tb.Fatal(err)
 	}
 	r.e.SetLAN6(r.l6)
 	r.setSession(true)
-	cfg := ControlConfig{WANMAC: wanMAC, RA: RAConfig{DNS: []hdr.Addr6{remote6IP}}, WAN6: func([]byte) {}}
+	cfg := Config{WANMAC: wanMAC, RA: RAConfig{DNS: []hdr.Addr6{remote6IP}}, WAN6: func([]byte) {}}
 	if withHost {
 		r.host = memport.New("host", 1, 1024)
 		cfg.Host = r.host
 	}
-	r.ctl = NewControl(r.e, cfg)
-	tb.Cleanup(func() { _ = r.ctl.slow.Close() })
+	r.ctl = New(r.e, cfg)
 	return r
 }
 
@@ -59,21 +59,20 @@ func (r *ctlFuzz) setSession(up bool) {
 		r.e.SetSession(nil)
 		return
 	}
-	s := testSession6()
+	s := testSession(true)
 	s.LocalIfID = fuzzWANIfID
 	r.e.SetSession(s)
 }
 
-// handle gives b to the control plane as the slow-path pool would: a
-// job whose frame holds a copy of b behind nic.Headroom, in a reused
-// buffer that still holds the previous frame's bytes.
-func (r *ctlFuzz) handle(d Dir, b []byte) {
-	j := slowpath.Job{Kind: slowpath.Exception, Arg: uint64(d)}
-	j.Frame = nic.Frame{Buf: r.buf, Off: nic.Headroom}
-	if !j.Frame.SetData(b) {
+// handle gives b to the control plane as the exception goroutine would:
+// a frame holding a copy of b behind nic.Headroom, in a reused buffer
+// that still holds the previous frame's bytes.
+func (r *ctlFuzz) handle(d dataplane.Dir, b []byte) {
+	f := nic.Frame{Buf: r.buf, Off: nic.Headroom}
+	if !f.SetData(b) {
 		return
 	}
-	r.ctl.handle(&j)
+	r.ctl.handle(d, &f)
 }
 
 // pump runs what Control.Run does between frames (hold expiry, RAs,
@@ -108,9 +107,9 @@ func (r *ctlFuzz) pump(t *testing.T) {
 // bound, and their books balance; the rate-limit maps stay bounded.
 func (r *ctlFuzz) check(t *testing.T) {
 	t.Helper()
-	cfg := &r.e.cfg
-	mask := cfg.lanMask()
-	for ip, mac := range r.e.neighbors.Load().Map() {
+	cfg := r.e.Config()
+	mask := cfg.LANMask()
+	for ip, mac := range r.e.Neighbors().Map() {
 		// The subnet's network and broadcast addresses are no host's
 		// (RFC 919, RFC 922), but on a /31 both are (RFC 3021).
 		netOrBcast := cfg.LANBits <= 30 && (ip == cfg.LANNet || ip == cfg.LANNet|^mask)
@@ -135,7 +134,7 @@ func (r *ctlFuzz) check(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if n := r.e.neighbors.Load().Len(); n > MaxNeighbors {
+	if n := r.e.Neighbors().Len(); n > MaxNeighbors {
 		t.Fatalf("%d IPv4 neighbours, at most %d", n, MaxNeighbors)
 	}
 	if n := r.e.Neighbors6().Len(); n > MaxNeighbors {
@@ -216,7 +215,7 @@ func unresolvedFrame(et uint16, ipb []byte) []byte {
 }
 
 func controlLANSeeds(f *testing.F) {
-	l6, err := NewLAN6(lan6Prefix, 64, routerMAC)
+	l6, err := dataplane.NewLAN6(lan6Prefix, 64, routerMAC)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -316,7 +315,7 @@ func FuzzControlLAN(f *testing.F) {
 			if fr == nil {
 				continue
 			}
-			r.handle(FromLAN, fr)
+			r.handle(dataplane.FromLAN, fr)
 			r.pump(t)
 		}
 		r.check(t)
@@ -324,7 +323,7 @@ func FuzzControlLAN(f *testing.F) {
 }
 
 func controlWANSeeds(f *testing.F) {
-	l6, err := NewLAN6(lan6Prefix, 64, routerMAC)
+	l6, err := dataplane.NewLAN6(lan6Prefix, 64, routerMAC)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -401,8 +400,8 @@ func FuzzControlWAN(f *testing.F) {
 			if fr == nil {
 				continue
 			}
-			d := [4]Dir{FromWANIP, Unresolved, FromLAN, Unresolved}[dirs>>(2*i)&3]
-			if d == Unresolved && len(fr) >= hdr.EthernetLen {
+			d := [4]dataplane.Dir{dataplane.FromWANIP, dataplane.Unresolved, dataplane.FromLAN, dataplane.Unresolved}[dirs>>(2*i)&3]
+			if d == dataplane.Unresolved && len(fr) >= hdr.EthernetLen {
 				// The worker writes an Unresolved frame's Ethernet header
 				// (worker.unresolved, inbound6): no destination yet, the
 				// router's MAC, IPv4 or IPv6.
@@ -417,101 +416,5 @@ func FuzzControlWAN(f *testing.F) {
 			r.pump(t)
 		}
 		r.check(t)
-	})
-}
-
-// FuzzFragTable runs the IPv4 fragment table against a map with
-// timeouts. The table is a bounded cache (a newer datagram takes an older
-// one's slot), so it may forget; but get must never return a value that
-// was not put for that exact key (source, IP id, protocol), nor one put
-// more than fragTimeout ago, and a get right after the put of its key
-// (no other put between) must find it.
-//
-// Each 6-byte operation: kind (bit 0: put, else get; bit 1: a key that
-// shares the last put's slot), source selector, IP id (2 bytes),
-// protocol selector, time step.
-func FuzzFragTable(f *testing.F) {
-	f.Add([]byte{1, 0, 0, 7, 0, 0, 0, 0, 0, 7, 0, 1})
-	f.Add([]byte{1, 0, 0, 7, 0, 0, 1, 1, 0, 7, 0, 0, 0, 0, 0, 7, 0, 0, 0, 1, 0, 7, 0, 0})
-	f.Add([]byte{1, 0, 0, 7, 0, 0, 0, 0, 0, 7, 0, 255, 0, 0, 0, 7, 0, 255, 0, 0, 0, 7, 0, 255})
-	f.Add([]byte{1, 2, 1, 0, 1, 3, 1, 3, 1, 0, 1, 3, 0, 2, 1, 0, 1, 3, 0, 3, 1, 0, 2, 3})
-	f.Add([]byte{1, 0, 0, 7, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 2, 1, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0})
-	srcs := [...]uint32{remoteIP, remoteIP + 1, ip4(10, 0, 0, 1), 0, 0xffffffff, ip4(198, 51, 100, 1), ip4(1, 2, 3, 4), ip4(203, 0, 113, 200)}
-	protos := [...]uint8{hdr.ProtoUDP, hdr.ProtoTCP, hdr.ProtoICMP, 50}
-	type key struct {
-		src   uint32
-		id    uint16
-		proto uint8
-	}
-	type entry struct {
-		val uint32
-		at  int64
-	}
-	f.Fuzz(func(t *testing.T, ops []byte) {
-		var tab fragTable
-		model := map[key]entry{}
-		var last key
-		lastValid := false
-		ip := make(hdr.IPv4, hdr.IPv4MinLen)
-		ip[0] = 0x45
-		now := int64(1e9)
-		for n := uint32(0); len(ops) >= 6; ops, n = ops[6:], n+1 {
-			k := key{srcs[ops[1]&7] ^ uint32(ops[1]>>3)<<8, binary.BigEndian.Uint16(ops[2:]), protos[ops[4]&3]}
-			if ops[4]>>2 != 0 {
-				k.proto = ops[4]
-			}
-			if ops[0]&2 != 0 && lastValid {
-				// Another key in the slot of the last put, differing in
-				// one field: the direct-mapped table's hard case.
-				k = last
-				slot := fragSlot(k.src, k.id, k.proto)
-				limit := uint32(1 << 13) // a 10-bit slot: found in about 1024 tries
-				if ops[1]%3 == 2 {
-					limit = 256
-				}
-				for i := uint32(1); i < limit; i++ {
-					c := last
-					switch ops[1] % 3 {
-					case 0:
-						c.src += i * (uint32(ops[2])<<8 | 1)
-					case 1:
-						c.id += uint16(i)
-					case 2:
-						c.proto += uint8(i)
-					}
-					if c != last && fragSlot(c.src, c.id, c.proto) == slot {
-						k = c
-						break
-					}
-				}
-			}
-			// Steps of 0..255 tenths of fragTimeout: inside and past it.
-			now += int64(ops[5]) * fragTimeout / 10
-			binary.BigEndian.PutUint32(ip[12:], k.src)
-			binary.BigEndian.PutUint16(ip[4:], k.id)
-			ip[9] = k.proto
-			if ops[0]&1 == 1 {
-				val := n*0x9e3779b1 | 1
-				tab.put(ip, val, now)
-				model[k] = entry{val, now}
-				last, lastValid = k, true
-				continue
-			}
-			v, ok := tab.get(ip, now)
-			m, put := model[k]
-			fresh := put && now-m.at <= fragTimeout
-			if ok && !put {
-				t.Fatalf("get %+v at %d: %#x, never put", k, now, v)
-			}
-			if ok && v != m.val {
-				t.Fatalf("get %+v at %d: %#x, last put %#x", k, now, v, m.val)
-			}
-			if ok && !fresh {
-				t.Fatalf("get %+v at %d: %#x put at %d, past fragTimeout", k, now, v, m.at)
-			}
-			if !ok && fresh && lastValid && last == k {
-				t.Fatalf("get %+v at %d right after its put at %d: missing", k, now, m.at)
-			}
-		}
 	})
 }

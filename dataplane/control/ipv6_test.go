@@ -1,4 +1,4 @@
-package dataplane
+package control
 
 import (
 	"net/netip"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/ndp"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/memport"
@@ -16,25 +17,24 @@ import (
 // plane.
 type ctl6Rig struct {
 	lan, wan *memport.Port
-	e        *Engine
+	e        *dataplane.Engine
 	ctl      *Control
-	l6       *LAN6
+	l6       *dataplane.LAN6
 	wan6     chan []byte
 }
 
 func newCtl6Rig(t *testing.T, sessionIPv6 bool) *ctl6Rig {
 	r := &ctl6Rig{lan: memport.New("lan", 1, 256), wan: memport.New("wan", 1, 256), wan6: make(chan []byte, 8)}
 	r.e = memEngine(t, r.lan, r.wan)
-	s := testSession()
-	s.IPv6 = sessionIPv6
+	s := testSession(sessionIPv6)
 	s.LocalIfID = [8]byte{0, 0, 0, 0, 0, 0, 0x12, 0x34}
 	r.e.SetSession(s)
 	var err error
-	if r.l6, err = NewLAN6(lan6Prefix, 64, routerMAC); err != nil {
+	if r.l6, err = dataplane.NewLAN6(lan6Prefix, 64, routerMAC); err != nil {
 		t.Fatal(err)
 	}
 	r.e.SetLAN6(r.l6)
-	r.ctl = NewControl(r.e, ControlConfig{WANMAC: wanMAC, RA: RAConfig{DNS: []hdr.Addr6{remote6IP}},
+	r.ctl = New(r.e, Config{WANMAC: wanMAC, RA: RAConfig{DNS: []hdr.Addr6{remote6IP}},
 		WAN6: func(ip []byte) { r.wan6 <- append([]byte(nil), ip...) }})
 	startWith(t, r.e, r.ctl.Run)
 	return r
@@ -104,9 +104,7 @@ func TestControl6Advertises(t *testing.T) {
 		t.Fatalf("RA without IPv6 on the session: %+v", ra)
 	}
 	// IPv6CP opens: an RA at once makes the router the default router.
-	s := testSession()
-	s.IPv6 = true
-	r.e.SetSession(s)
+	r.e.SetSession(testSession(true))
 	r.waitRA(t, "an RA with a router lifetime", func(m *ndp.Message, ra *ndp.RA) bool {
 		return ra.RouterLifetime == 1800*time.Second && m.Src == r.l6.LinkLocal && m.Dst == ndp.AllNodes()
 	})
@@ -119,7 +117,7 @@ func TestControl6Advertises(t *testing.T) {
 	}
 	// Renumbered: the new prefix, and the old one with lifetimes 0.
 	next := netip.MustParseAddr("2001:db8:0:2::").As16()
-	l, _ := NewLAN6(next, 64, routerMAC)
+	l, _ := dataplane.NewLAN6(next, 64, routerMAC)
 	r.e.SetLAN6(l)
 	ra = r.waitRA(t, "the renumbering RA", func(m *ndp.Message, ra *ndp.RA) bool { return len(ra.Prefixes) == 2 })
 	if ra.Prefixes[0].Prefix != next || ra.Prefixes[0].Preferred == 0 || ra.Prefixes[1].Prefix != lan6Prefix ||
@@ -292,7 +290,7 @@ func TestControl6Lifetimes(t *testing.T) {
 		return len(ra.Prefixes) == 1 && ra.Prefixes[0].Preferred == 0 && ra.Prefixes[0].Valid == 5400*time.Second
 	})
 	next := netip.MustParseAddr("2001:db8:0:2::").As16()
-	l, _ := NewLAN6(next, 64, routerMAC)
+	l, _ := dataplane.NewLAN6(next, 64, routerMAC)
 	r.e.SetLAN6(l)
 	multicastWithOld := 0
 	for round := 0; round < raDeprecateCount+1; round++ {
@@ -303,9 +301,8 @@ func TestControl6Lifetimes(t *testing.T) {
 				r.lan.Inject(0, rsFrame(t))
 				r.waitRA(t, "a solicited RA", func(m *ndp.Message, ra *ndp.RA) bool { return m.Dst == host6IP })
 			}
-			s := testSession() // toggling IPv6 makes an RA to all nodes at once
-			s.IPv6 = round%2 == 0
-			r.e.SetSession(s)
+			// Toggling IPv6 makes an RA to all nodes at once.
+			r.e.SetSession(testSession(round%2 == 0))
 		}
 		ra := r.waitRA(t, "an RA to all nodes", func(m *ndp.Message, ra *ndp.RA) bool { return m.Dst == ndp.AllNodes() })
 		if len(ra.Prefixes) == 2 {
@@ -369,7 +366,7 @@ func TestControl6NeighborsAge(t *testing.T) {
 	}
 	r.lan.Inject(0, hostNS(r.l6.Router))
 	waitFor(t, "host learned again", 5*time.Second, func() bool { _, ok := r.e.Neighbors6().Lookup(&host6IP); return ok })
-	l, _ := NewLAN6(netip.MustParseAddr("2001:db8:0:2::").As16(), 64, routerMAC)
+	l, _ := dataplane.NewLAN6(netip.MustParseAddr("2001:db8:0:2::").As16(), 64, routerMAC)
 	r.e.SetLAN6(l)
 	resetSweep(r.ctl)
 	r.ctl.sweepNeighbors(time.Now())

@@ -1,4 +1,4 @@
-package dataplane
+package control
 
 import (
 	"encoding/binary"
@@ -89,7 +89,7 @@ func TestControlHoldsUnresolved(t *testing.T) {
 	wan := memport.New("wan", 1, 256)
 	e := memEngine(t, lan, wan)
 	e.SetSession(testSession())
-	ctl := NewControl(e, ControlConfig{WANMAC: wanMAC})
+	ctl := New(e, Config{WANMAC: wanMAC})
 	startWith(t, e, ctl.Run)
 
 	// An uplink packet makes the NAT mapping.
@@ -163,7 +163,7 @@ func TestControlHoldsUnresolved(t *testing.T) {
 		st.Held != st.HeldSent+st.HeldDropped+uint64(st.HeldWaiting) {
 		t.Fatalf("control stats %+v", st)
 	}
-	if mac, ok := e.neighbors.Load().Lookup(hostIP); !ok || mac != newMAC {
+	if mac, ok := e.Neighbors().Lookup(hostIP); !ok || mac != newMAC {
 		t.Fatalf("neighbour %x %v, want %x", mac, ok, newMAC)
 	}
 }
@@ -189,28 +189,28 @@ func arpFrame(op uint16, dst, sha [6]byte, spa, tpa uint32) []byte {
 func TestGratuitousARPMovesKnownHost(t *testing.T) {
 	lan := memport.New("lan", 1, 256)
 	e := memEngine(t, lan, memport.New("wan", 1, 256))
-	ctl := NewControl(e, ControlConfig{WANMAC: wanMAC})
+	ctl := New(e, Config{WANMAC: wanMAC})
 	startWith(t, e, ctl.Run)
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP)) // asks for the router: learned
-	waitFor(t, "host learned", 5*time.Second, func() bool { m, ok := e.neighbors.Load().Lookup(hostIP); return ok && m == hostMAC })
+	waitFor(t, "host learned", 5*time.Second, func() bool { m, ok := e.Neighbors().Lookup(hostIP); return ok && m == hostMAC })
 	backup := [6]byte{0x02, 0, 0, 0, 0, 0x42}
 	lan.Inject(0, arpFrame(1, bcast, backup, hostIP, hostIP)) // gratuitous, from the new owner
-	waitFor(t, "entry moved", 5*time.Second, func() bool { m, _ := e.neighbors.Load().Lookup(hostIP); return m == backup })
+	waitFor(t, "entry moved", 5*time.Second, func() bool { m, _ := e.Neighbors().Lookup(hostIP); return m == backup })
 	// A non-gratuitous change right after (another host answering for
 	// the address) is ignored for a second.
 	lan.Inject(0, arpFrame(2, routerMAC, [6]byte{0x02, 0, 0, 0, 0, 0x44}, hostIP, routerIP))
 	marker := hostIP + 9 // learned after the reply above is processed
 	lan.Inject(0, arpFrame(1, bcast, [6]byte{0x02, 0, 0, 0, 0, 0x45}, marker, routerIP))
-	waitFor(t, "marker", 5*time.Second, func() bool { _, ok := e.neighbors.Load().Lookup(marker); return ok })
-	if m, _ := e.neighbors.Load().Lookup(hostIP); m != backup {
+	waitFor(t, "marker", 5*time.Second, func() bool { _, ok := e.Neighbors().Lookup(marker); return ok })
+	if m, _ := e.Neighbors().Lookup(hostIP); m != backup {
 		t.Fatalf("entry flapped to %x within the locktime", m)
 	}
 	other := hostIP + 5
 	lan.Inject(0, arpFrame(1, bcast, [6]byte{0x02, 0, 0, 0, 0, 0x43}, other, other))
 	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, hostIP)) // a gratuitous marker processed after it
-	waitFor(t, "marker", 5*time.Second, func() bool { m, _ := e.neighbors.Load().Lookup(hostIP); return m == hostMAC })
-	if _, ok := e.neighbors.Load().Lookup(other); ok {
+	waitFor(t, "marker", 5*time.Second, func() bool { m, _ := e.Neighbors().Lookup(hostIP); return m == hostMAC })
+	if _, ok := e.Neighbors().Lookup(other); ok {
 		t.Fatal("a gratuitous ARP from an unknown host created an entry")
 	}
 }
@@ -223,25 +223,25 @@ func TestARPNeighborsAge(t *testing.T) {
 	e := memEngine(t, lan, memport.New("wan", 1, 256))
 	static := ip4(192, 168, 1, 50)
 	e.SetNeighbor(static, [6]byte{2, 0, 0, 0, 0, 0x50})
-	ctl := NewControl(e, ControlConfig{WANMAC: wanMAC})
+	ctl := New(e, Config{WANMAC: wanMAC})
 	startWith(t, e, ctl.Run)
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP))
 	lan.Inject(0, arpFrame(1, bcast, [6]byte{2, 0, 0, 0, 0, 0x50}, static, routerIP)) // the static one asks too
 	waitFor(t, "host learned", 5*time.Second, func() bool {
-		_, ok := e.neighbors.Load().Lookup(hostIP)
+		_, ok := e.Neighbors().Lookup(hostIP)
 		return ok && ctl.Stats().ARPReplies == 2
 	})
 	ctl.sweepNeighbors(time.Now().Add(NeighborTTL - time.Minute))
-	if _, ok := e.neighbors.Load().Lookup(hostIP); !ok {
+	if _, ok := e.Neighbors().Lookup(hostIP); !ok {
 		t.Fatal("dropped before its time")
 	}
 	resetSweep(ctl)
 	ctl.sweepNeighbors(time.Now().Add(NeighborTTL + time.Minute))
-	if _, ok := e.neighbors.Load().Lookup(hostIP); ok {
+	if _, ok := e.Neighbors().Lookup(hostIP); ok {
 		t.Fatal("kept past NeighborTTL")
 	}
-	if _, ok := e.neighbors.Load().Lookup(static); !ok {
+	if _, ok := e.Neighbors().Lookup(static); !ok {
 		t.Fatal("a neighbour set from outside was dropped")
 	}
 }

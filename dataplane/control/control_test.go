@@ -1,7 +1,6 @@
-package dataplane
+package control
 
 import (
-	"context"
 	"encoding/binary"
 	"sync"
 	"testing"
@@ -9,41 +8,11 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/memport"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
-
-// startWith starts e and runs each of runs on a goroutine of its own; the
-// test's cleanup cancels them, waits for them and stops e.
-func startWith(t *testing.T, e *Engine, runs ...func(context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	e.Start()
-	for _, run := range runs {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = run(ctx) }()
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		if err := e.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-}
-
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // TestControlPlaneSession runs pppfwd's PPPoE client through the engine's
 // WAN port (control frames steered to the control plane, written back via
@@ -55,12 +24,12 @@ func TestControlPlaneSession(t *testing.T) {
 	wan := memport.New("wan", 1, 256)
 	ac := memport.New("ac", 1, 256)
 	memport.Pair(wan, ac)
-	e, err := New(Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+	e, err := dataplane.New(dataplane.Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
 		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := NewControl(e, ControlConfig{WANMAC: wanMAC})
+	ctl := New(e, Config{WANMAC: wanMAC})
 	var mu sync.Mutex
 	var delivered [][]byte
 	srv := pppoe.NewServer(pppoe.ServerConfig{Users: map[string]string{"user": "secret"},
@@ -100,7 +69,7 @@ func TestControlPlaneSession(t *testing.T) {
 	if [6]byte(arpReply[0:6]) != hostMAC || binary.BigEndian.Uint16(arpReply[20:]) != 2 || [6]byte(arpReply[22:28]) != routerMAC {
 		t.Fatalf("ARP reply %x", arpReply)
 	}
-	if _, ok := e.neighbors.Load().Lookup(hostIP); !ok {
+	if _, ok := e.Neighbors().Lookup(hostIP); !ok {
 		t.Fatal("host not learned from its ARP request")
 	}
 

@@ -1,8 +1,9 @@
-package dataplane
+package control
 
 import (
 	"context"
 	"encoding/binary"
+	"hash/maphash"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -10,13 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pppfwd/pppfwd/dataplane/slowpath"
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
 )
 
-// ControlConfig configures the control plane of an Engine.
-type ControlConfig struct {
+// Config configures the control plane of an Engine.
+type Config struct {
 	// WANMAC is the WAN port's MAC (source of PPPoE control frames).
 	WANMAC [6]byte
 	// Host, if set, is the host stack's port (a TAP carrying the router's
@@ -28,19 +29,24 @@ type ControlConfig struct {
 	// client (64).
 	Queue int
 	// RA is what the router advertises on the LAN while the engine has an
-	// IPv6 LAN prefix (control6.go); SetRA changes it.
+	// IPv6 LAN prefix (ipv6.go); SetRA changes it.
 	RA RAConfig
 	// WAN6, if set, receives IPv6 packets for the router from the session
 	// that the control plane does not answer itself (DHCPv6 replies). It
-	// runs on the slow-path pool and must not keep ip.
+	// runs on the exception goroutine and must not keep ip.
 	WAN6 func(ip []byte)
 }
 
 // MaxNeighbors bounds the LAN neighbour table the control plane learns.
 const MaxNeighbors = 16384
 
-// ControlStats are the control plane's counters.
-type ControlStats struct {
+// ExceptionQueue is how many exception frames (Dir FromLAN, Unresolved,
+// FromWANIP) wait for the exception goroutine; more are dropped and
+// counted (Stats.QueueFull).
+const ExceptionQueue = 256
+
+// Stats are the control plane's counters.
+type Stats struct {
 	WANFrames   uint64 `json:"wan_frames"`  // control frames for the PPPoE client
 	WANDropped  uint64 `json:"wan_dropped"` // ... dropped (queue full)
 	ARPReplies  uint64 `json:"arp_replies"`
@@ -50,6 +56,9 @@ type ControlStats struct {
 	ToHost      uint64 `json:"to_host"`      // frames exchanged with the host stack
 	FromHost    uint64 `json:"from_host"`
 	Ignored     uint64 `json:"ignored"` // exceptions nobody handles (counted, dropped)
+	// QueueFull: exceptions dropped with ExceptionQueue frames waiting
+	// (counted in Ignored too).
+	QueueFull uint64 `json:"queue_full"`
 	// Frames for unresolved LAN hosts (see HoldPerHost): offered, sent once
 	// the host answered ARP, given up (queue full, HoldTimeout, or not
 	// sent), and waiting now: Held = HeldSent + HeldDropped + HeldWaiting.
@@ -58,17 +67,24 @@ type ControlStats struct {
 	HeldDropped uint64 `json:"held_dropped"`
 	HeldWaiting int    `json:"held_waiting"`
 	// IPv6: Neighbor Discovery, router advertisements, echo.
-	IPv6 ControlStats6 `json:"ipv6"`
+	IPv6 Stats6 `json:"ipv6"`
 }
 
 // Control is the off-fast-path side of an Engine: one goroutine (Run)
-// takes control and exception frames from the workers, feeds PPPoE
-// control frames to the client through a WANConn, answers or forwards
-// LAN exceptions, learns and resolves LAN neighbours (ARP), and sends
-// frames back through the engine. Nothing here runs per data packet.
+// takes control and exception frames from the workers and feeds PPPoE
+// control frames to the client through a WANConn; a second one, fed by
+// Run in order through a bounded queue of frame copies, answers or
+// forwards LAN exceptions, learns and resolves LAN neighbours (ARP, ND),
+// and sends frames back through the engine. Nothing here runs per data
+// packet.
 type Control struct {
-	e    *Engine
-	cfg  ControlConfig
+	e   *dataplane.Engine
+	cfg Config
+	// The engine's LAN addressing (dataplane.Config, fixed at New).
+	routerMAC                   [6]byte
+	routerAddr, lanNet, lanMask uint32
+	lanBits                     int
+
 	in   chan []byte // WAN control frames for the PPPoE client
 	free chan []byte
 	// inPrio carries our session's control frames (FromWANSession) with
@@ -77,16 +93,22 @@ type Control struct {
 	inPrio   chan []byte
 	freePrio chan []byte
 	stats    struct {
-		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored atomic.Uint64
+		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored, queueFull atomic.Uint64
 	}
-	slow    *slowpath.Pool
-	hostRx  []*nic.Frame
-	hostTx  []*nic.Frame
-	hostMu  sync.Mutex
-	closed  chan struct{}
-	once    sync.Once
-	arpMu   sync.Mutex
-	lastARP map[uint32]time.Time
+	// Exceptions travel from Run to the exception goroutine in excQueue,
+	// each in its own buffer from excFree: Run never blocks (with none
+	// free it drops), and the goroutine takes them in the order they came.
+	// excQueue has room for every buffer and the nil that stops the
+	// goroutine.
+	excFree    chan *exception
+	excQueue   chan *exception
+	dispatchFn func(dataplane.Dir, []byte)
+	hostRx     []*nic.Frame
+	hostTx     []*nic.Frame // the exception goroutine's
+	closed     chan struct{}
+	once       sync.Once
+	arpMu      sync.Mutex
+	lastARP    map[uint32]time.Time
 	// lastMove: when a known host's MAC last changed (locktime).
 	lastMove map[uint32]time.Time
 	hold     holdQueue[uint32]
@@ -97,44 +119,56 @@ type Control struct {
 	heldSent  atomic.Uint64 // held frames sent
 }
 
-// NewControl returns the control plane for e.
-func NewControl(e *Engine, cfg ControlConfig) *Control {
+// exception is a copy of one exception frame (f.Off is nic.Headroom)
+// and where it came from.
+type exception struct {
+	d dataplane.Dir
+	f nic.Frame
+}
+
+// New returns the control plane for e.
+func New(e *dataplane.Engine, cfg Config) *Control {
 	if cfg.Queue <= 0 {
 		cfg.Queue = 64
 	}
-	c := &Control{e: e, cfg: cfg, in: make(chan []byte, cfg.Queue), free: make(chan []byte, cfg.Queue),
+	ec := e.Config()
+	c := &Control{e: e, cfg: cfg, routerMAC: ec.RouterMAC, routerAddr: ec.RouterAddr, lanNet: ec.LANNet,
+		lanMask: ec.LANMask(), lanBits: ec.LANBits,
+		in: make(chan []byte, cfg.Queue), free: make(chan []byte, cfg.Queue),
 		inPrio: make(chan []byte, cfg.Queue), freePrio: make(chan []byte, cfg.Queue),
+		excFree: make(chan *exception, ExceptionQueue), excQueue: make(chan *exception, ExceptionQueue+1),
 		closed: make(chan struct{}), lastARP: map[uint32]time.Time{}, lastMove: map[uint32]time.Time{}}
 	for i := 0; i < cfg.Queue; i++ {
 		c.free <- make([]byte, nic.BufSize)
 		c.freePrio <- make([]byte, nic.BufSize)
 	}
+	exc := make([]exception, ExceptionQueue)
+	for i, f := range nic.NewFrames(ExceptionQueue) {
+		exc[i].f = *f
+		c.excFree <- &exc[i]
+	}
+	c.dispatchFn = c.dispatch
 	c.v6.ra = cfg.RA
 	c.v6.ra.setDefaults(true)
-	c.v6.nsLimit = newTokenBucket(NSRate, NSRate)
+	c.v6.nsLimit = dataplane.NewTokenBucket(NSRate, NSRate)
+	for i := range c.v6.srcLimit {
+		c.v6.srcLimit[i] = dataplane.NewTokenBucket(srcRate, srcBurst)
+	}
 	c.v6.rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x70707066))
-	c.v6.srcSeed = c.v6.rand.Uint64()
+	c.v6.srcSeed = maphash.MakeSeed()
 	if cfg.Host != nil {
 		c.hostRx = nic.NewFrames(32)
 		c.hostTx = nic.NewFrames(1)
-	}
-	var h [slowpath.NumKinds]slowpath.Handler
-	h[slowpath.Exception] = c.handle
-	var err error
-	// One slow-path worker: frames for the host stack keep their order
-	// (a TCP session to the router must not see its segments reordered).
-	if c.slow, err = slowpath.New(slowpath.Config{Workers: 1, Queue: 256, Handlers: h}); err != nil {
-		panic(err) // only on invalid static sizes
 	}
 	return c
 }
 
 // Stats returns the counters.
-func (c *Control) Stats() ControlStats {
-	s := ControlStats{WANFrames: c.stats.wan.Load(), WANDropped: c.stats.wanDrop.Load(),
+func (c *Control) Stats() Stats {
+	s := Stats{WANFrames: c.stats.wan.Load(), WANDropped: c.stats.wanDrop.Load(),
 		ARPReplies: c.stats.arpRep.Load(), ARPLearned: c.stats.arpLearn.Load(), ARPRequests: c.stats.arpReq.Load(),
 		EchoReplies: c.stats.echo.Load(), ToHost: c.stats.toHost.Load(), FromHost: c.stats.fromHost.Load(),
-		Ignored: c.stats.ignored.Load(), HeldSent: c.heldSent.Load()}
+		Ignored: c.stats.ignored.Load(), QueueFull: c.stats.queueFull.Load(), HeldSent: c.heldSent.Load()}
 	s.Held, s.HeldDropped, s.HeldWaiting = c.hold.counts()
 	h6, d6, w6 := c.hold6.counts()
 	s.Held, s.HeldDropped, s.HeldWaiting = s.Held+h6, s.HeldDropped+d6, s.HeldWaiting+w6
@@ -142,17 +176,25 @@ func (c *Control) Stats() ControlStats {
 	return s
 }
 
-// Run polls until ctx is done. LAN exceptions are handled on a bounded
-// slow-path pool (dataplane/slowpath): a flood aimed at the router is
-// dropped and counted there, never queued without bound.
+// Run polls until ctx is done; one Run at a time. Exceptions are handled
+// on a goroutine of its own, in the order they came (a TCP session to the
+// router's host stack must not see its segments reordered), through a
+// queue of ExceptionQueue frames: a flood aimed at the router is dropped
+// and counted there, never queued without bound. Run returns once that
+// goroutine has handled what was queued.
 func (c *Control) Run(ctx context.Context) error {
-	defer c.slow.Close()
+	done := make(chan struct{})
+	go c.exceptions(done)
+	defer func() {
+		c.excQueue <- nil // never blocks: excQueue has room for it
+		<-done
+	}()
 	defer c.once.Do(func() { close(c.closed) })
 	idle := time.NewTicker(200 * time.Microsecond)
 	defer idle.Stop()
 	lastExpire := time.Now()
 	for {
-		n := c.e.PollControl(c.dispatch)
+		n := c.e.PollControl(c.dispatchFn)
 		n += c.pollHost()
 		now := time.Now()
 		if now.Sub(lastExpire) > time.Second {
@@ -185,23 +227,55 @@ func (c *Control) pollHost() int {
 		return 0
 	}
 	for _, f := range c.hostRx[:n] {
-		if c.e.Send(ToLAN, f.Data()) == nil {
+		if c.e.Send(dataplane.ToLAN, f.Data()) == nil {
 			c.stats.fromHost.Add(1)
 		}
 	}
 	return n
 }
 
-func (c *Control) dispatch(d Dir, b []byte) {
+// dispatch takes one frame from PollControl (Run's goroutine).
+func (c *Control) dispatch(d dataplane.Dir, b []byte) {
 	switch d {
-	case FromWANSession:
+	case dataplane.FromWANSession:
 		c.toClient(c.inPrio, c.freePrio, b)
-	case FromWAN:
+	case dataplane.FromWAN:
 		c.toClient(c.in, c.free, b)
 	default:
-		if !c.slow.Submit(slowpath.Exception, 0, uint64(d), b) {
+		c.queueException(d, b)
+	}
+}
+
+// queueException queues a copy of b for the exception goroutine; with
+// ExceptionQueue frames waiting (or b too long for a frame) it is dropped
+// and counted.
+func (c *Control) queueException(d dataplane.Dir, b []byte) {
+	select {
+	case x := <-c.excFree:
+		x.f.Reset()
+		if !x.f.SetData(b) {
+			c.excFree <- x
 			c.stats.ignored.Add(1)
+			return
 		}
+		x.d = d
+		c.excQueue <- x // never blocks: it has room for every buffer
+	default:
+		c.stats.queueFull.Add(1)
+		c.stats.ignored.Add(1)
+	}
+}
+
+// exceptions handles queued exceptions until it takes a nil, then closes
+// done.
+func (c *Control) exceptions(done chan<- struct{}) {
+	defer close(done)
+	for x := range c.excQueue {
+		if x == nil {
+			return
+		}
+		c.handle(x.d, &x.f)
+		c.excFree <- x
 	}
 }
 
@@ -218,13 +292,14 @@ func (c *Control) toClient(in, free chan []byte, b []byte) {
 	}
 }
 
-// handle runs on the slow-path pool with a private copy of the frame.
-func (c *Control) handle(j *slowpath.Job) {
-	b := j.Frame.Data()
-	switch Dir(j.Arg) {
-	case FromLAN:
+// handle handles one exception; f is a copy the handler may change (it
+// has nic.Headroom in front).
+func (c *Control) handle(d dataplane.Dir, f *nic.Frame) {
+	b := f.Data()
+	switch d {
+	case dataplane.FromLAN:
 		c.fromLAN(b)
-	case Unresolved:
+	case dataplane.Unresolved:
 		if len(b) >= hdr.EthernetLen && hdr.Ethernet(b).Type() == hdr.EtherTypeIPv6 {
 			c.unresolved6(b)
 			return
@@ -237,19 +312,21 @@ func (c *Control) handle(j *slowpath.Job) {
 		c.hold.add(dst, b, time.Now())
 		c.resolve(dst)
 		// The host may have answered between the worker's lookup and now.
-		if mac, ok := c.e.neighbors.Load().Lookup(dst); ok {
+		if mac, ok := c.e.Neighbors().Lookup(dst); ok {
 			c.sendHeld(dst, mac)
 		}
-	case FromWANIP:
+	case dataplane.FromWANIP:
 		if len(b) > 0 && b[0]>>4 == 6 {
-			if !c.fromWAN6(&j.Frame) {
+			if !c.fromWAN6(f) {
 				c.stats.ignored.Add(1)
 			}
 			return
 		}
-		if !c.echoReplyWAN(&j.Frame) {
+		if !c.echoReplyWAN(f) {
 			c.stats.ignored.Add(1)
 		}
+	default:
+		c.stats.ignored.Add(1)
 	}
 }
 
@@ -282,7 +359,7 @@ func sendHeldFrom[K comparable](c *Control, q *holdQueue[K], ip K, mac [6]byte) 
 	failed := 0
 	for _, b := range frames {
 		copy(b[0:6], mac[:])
-		if c.e.Send(ToLAN, b) == nil {
+		if c.e.Send(dataplane.ToLAN, b) == nil {
 			c.heldSent.Add(1)
 		} else {
 			failed++
@@ -293,9 +370,6 @@ func sendHeldFrom[K comparable](c *Control, q *holdQueue[K], ip K, mac [6]byte) 
 	}
 	q.giveBack(frames)
 }
-
-// SlowStats returns the slow-path pool's counters.
-func (c *Control) SlowStats() slowpath.Stats { return c.slow.Stats() }
 
 // resolve sends an ARP request for a LAN address (at most once a second).
 func (c *Control) resolve(ip uint32) {
@@ -316,18 +390,17 @@ func (c *Control) resolve(ip uint32) {
 	for i := 0; i < 6; i++ {
 		b[i] = 0xff
 	}
-	cfg := &c.e.cfg
-	copy(b[6:12], cfg.RouterMAC[:])
+	copy(b[6:12], c.routerMAC[:])
 	binary.BigEndian.PutUint16(b[12:], hdr.EtherTypeARP)
 	arp := b[14:]
 	binary.BigEndian.PutUint32(arp[0:], 0x00010800) // Ethernet, IPv4
 	arp[4], arp[5] = 6, 4
 	binary.BigEndian.PutUint16(arp[6:], 1) // request
-	copy(arp[8:14], cfg.RouterMAC[:])
-	binary.BigEndian.PutUint32(arp[14:], cfg.RouterAddr)
+	copy(arp[8:14], c.routerMAC[:])
+	binary.BigEndian.PutUint32(arp[14:], c.routerAddr)
 	clear(arp[18:24])
 	binary.BigEndian.PutUint32(arp[24:], ip)
-	if c.e.Send(ToLAN, b) == nil {
+	if c.e.Send(dataplane.ToLAN, b) == nil {
 		c.stats.arpReq.Add(1)
 	}
 }
@@ -335,12 +408,11 @@ func (c *Control) resolve(ip uint32) {
 // lanHost4 reports whether a is an address a LAN host may have: inside
 // the LAN prefix, not the router's, and (for prefixes of /30 and wider)
 // neither the network nor the broadcast address.
-func lanHost4(cfg *Config, a uint32) bool {
-	m := cfg.lanMask()
-	if a&m != cfg.LANNet || a == cfg.RouterAddr {
+func (c *Control) lanHost4(a uint32) bool {
+	if a&c.lanMask != c.lanNet || a == c.routerAddr {
 		return false
 	}
-	if cfg.LANBits <= 30 && (a == cfg.LANNet || a == cfg.LANNet|^m) {
+	if c.lanBits <= 30 && (a == c.lanNet || a == c.lanNet|^c.lanMask) {
 		return false
 	}
 	return a != 0
@@ -350,7 +422,6 @@ func (c *Control) fromLAN(b []byte) {
 	if len(b) < hdr.EthernetLen {
 		return
 	}
-	cfg := &c.e.cfg
 	eth := hdr.Ethernet(b)
 	if eth.Type() == hdr.EtherTypeIPv6 && c.fromLAN6(b) {
 		return
@@ -372,17 +443,17 @@ func (c *Control) fromLAN(b []byte) {
 		// Linux's locktime, a non-gratuitous change within a second of the
 		// last one is ignored, so two hosts claiming one address do not
 		// make the entry flap.
-		aboutUs := (op == 1 && tpa == cfg.RouterAddr) || (op == 2 && [6]byte(eth.Dst()) == cfg.RouterMAC)
+		aboutUs := (op == 1 && tpa == c.routerAddr) || (op == 2 && [6]byte(eth.Dst()) == c.routerMAC)
 		if binary.BigEndian.Uint32(arp[0:]) == 0x00010800 && arp[4] == 6 && arp[5] == 4 &&
-			lanHost4(cfg, spa) && sha[0]&1 == 0 && sha != [6]byte{} {
-			mac, known := c.e.neighbors.Load().Lookup(spa)
+			c.lanHost4(spa) && sha[0]&1 == 0 && sha != [6]byte{} {
+			mac, known := c.e.Neighbors().Lookup(spa)
 			learned := false
 			switch {
 			case known && mac != sha && c.moveAllowed(spa, spa == tpa):
 				c.e.SetNeighbor(spa, sha)
 				c.stats.arpLearn.Add(1)
 				learned = true
-			case !known && aboutUs && c.e.neighbors.Load().Len() < MaxNeighbors:
+			case !known && aboutUs && c.e.Neighbors().Len() < MaxNeighbors:
 				c.e.SetNeighbor(spa, sha)
 				c.stats.arpLearn.Add(1)
 				known, learned = true, true
@@ -393,9 +464,9 @@ func (c *Control) fromLAN(b []byte) {
 			}
 		}
 		if c.cfg.Host == nil {
-			if op == 1 && tpa == cfg.RouterAddr {
-				// Answer in place: b is the job's copy.
-				if c.e.Send(ToLAN, hdr.ARPReplyInPlace(b, cfg.RouterMAC, cfg.RouterAddr)) == nil {
+			if op == 1 && tpa == c.routerAddr {
+				// Answer in place: b is the exception's copy.
+				if c.e.Send(dataplane.ToLAN, hdr.ARPReplyInPlace(b, c.routerMAC, c.routerAddr)) == nil {
 					c.stats.arpRep.Add(1)
 				}
 			}
@@ -403,11 +474,8 @@ func (c *Control) fromLAN(b []byte) {
 		}
 	}
 	if c.cfg.Host != nil {
-		c.hostMu.Lock()
 		c.hostTx[0].SetData(b)
-		_, err := c.cfg.Host.Send(0, c.hostTx)
-		c.hostMu.Unlock()
-		if err == nil {
+		if _, err := c.cfg.Host.Send(0, c.hostTx); err == nil {
 			c.stats.toHost.Add(1)
 		}
 		return
@@ -424,7 +492,7 @@ func (c *Control) echoReplyLAN(b []byte) bool {
 	// The router answers on its LAN address and on the session address
 	// (a LAN host pinging the public address reaches the router).
 	ip := hdr.IPv4(b[hdr.EthernetLen:])
-	addr := c.e.cfg.RouterAddr
+	addr := c.routerAddr
 	if s := c.e.Session(); s != nil && ip.IsValid() && ip.Dst() == s.LocalAddr {
 		addr = s.LocalAddr
 	}
@@ -432,8 +500,8 @@ func (c *Control) echoReplyLAN(b []byte) bool {
 		return false
 	}
 	eth := hdr.Ethernet(b)
-	eth.SetAddrs([6]byte(eth.Src()), c.e.cfg.RouterMAC)
-	return c.sent(c.e.Send(ToLAN, b[:hdr.EthernetLen+hdr.IPv4(b[hdr.EthernetLen:]).TotalLen()]))
+	eth.SetAddrs([6]byte(eth.Src()), c.routerMAC)
+	return c.sent(c.e.Send(dataplane.ToLAN, b[:hdr.EthernetLen+hdr.IPv4(b[hdr.EthernetLen:]).TotalLen()]))
 }
 
 // echoReplyWAN answers an ICMP echo request that came over the session to
@@ -448,7 +516,7 @@ func (c *Control) echoReplyWAN(f *nic.Frame) bool {
 	if !s.Encap(f) {
 		return false
 	}
-	return c.sent(c.e.Send(ToWAN, f.Data()))
+	return c.sent(c.e.Send(dataplane.ToWAN, f.Data()))
 }
 
 func (c *Control) sent(err error) bool {
@@ -482,7 +550,7 @@ func (c *Control) echoInPlace(ipb []byte, addr uint32) bool {
 
 // WANConn returns the Conn through which the PPPoE client talks to the
 // access concentrator over the engine's WAN port. It has the methods of
-// pppoe.Conn (the dataplane imports no control protocol): ReadFrame's
+// pppoe.Conn (this package does not import pppoe): ReadFrame's
 // timeout is os.ErrDeadlineExceeded, a closed Conn's error net.ErrClosed.
 func (c *Control) WANConn() WANConn { return WANConn{c} }
 
@@ -517,15 +585,16 @@ func (cc WANConn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 	}
 }
 
-// WriteFrame queues b on the WAN. ErrInjectFull is transient (the client
-// retries); after Close it returns net.ErrClosed, the permanent error.
+// WriteFrame queues b on the WAN. dataplane.ErrInjectFull is transient
+// (the client retries); after Close it returns net.ErrClosed, the
+// permanent error.
 func (cc WANConn) WriteFrame(b []byte) error {
 	select {
 	case <-cc.c.closed:
 		return net.ErrClosed
 	default:
 	}
-	return cc.c.e.Send(ToWAN, b)
+	return cc.c.e.Send(dataplane.ToWAN, b)
 }
 
 func (cc WANConn) HardwareAddr() [6]byte { return cc.c.cfg.WANMAC }
