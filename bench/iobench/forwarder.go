@@ -74,7 +74,7 @@ func StartEngine(lan, wan nic.Port, c FwdConfig) (*Forwarder, error) {
 		RouterMAC: pipeline.RouterMAC, RouterAddr: pipeline.RouterAddr,
 		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
 		Up: c.Shape, Down: c.Shape, RingSize: c.RingSize,
-		ThreadCPU: threadCPU,
+		ThreadCPU: pin.ThreadCPUNanos,
 	}
 	cfg.NAT.Capacity = 4*len(c.Flows) + 1024
 	if len(c.CPUs) > 0 {
@@ -126,12 +126,4 @@ func (f *Forwarder) Stop() error {
 	close(f.stop)
 	f.wg.Wait()
 	return errors.Join(err, f.LAN.Close(), f.WAN.Close())
-}
-
-func threadCPU() int64 {
-	d, err := pin.ThreadCPUTime()
-	if err != nil {
-		return 0
-	}
-	return int64(d)
 }

@@ -62,14 +62,6 @@ type Result struct {
 	WANToLAN      uint64            `json:"wan_to_lan"`
 }
 
-func threadCPU() int64 {
-	d, err := pin.ThreadCPUTime()
-	if err != nil {
-		return 0
-	}
-	return int64(d)
-}
-
 // Run builds the traffic, primes the NAT with one packet per flow, then
 // replays both directions at full speed for the duration.
 func Run(o Options) (*Result, error) {
@@ -91,7 +83,7 @@ func Run(o Options) (*Result, error) {
 	cfg := dataplane.Config{
 		Workers: o.Workers, Batch: o.Batch, LAN: lan, WAN: wan,
 		RouterMAC: RouterMAC, RouterAddr: RouterAddr, LANNet: LANNet, LANBits: LANBits,
-		Up: o.Shape, Down: o.Shape, ThreadCPU: threadCPU, Steer: o.Steer,
+		Up: o.Shape, Down: o.Shape, ThreadCPU: pin.ThreadCPUNanos, Steer: o.Steer,
 		// Replayed traffic cannot overrun: hold it back, never drop.
 		SteerWait: -1,
 	}

@@ -108,7 +108,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		RouterMAC: r.lanMAC, RouterAddr: cfg.RouterAddr(), LANNet: cfg.LANNet(), LANBits: cfg.LANAddr.Bits(),
 		PortLo: cfg.PortLo, PortHi: cfg.PortHi, NAT: cfg.NAT, Up: cfg.Up, Down: cfg.Down,
 		NoFirewall6: cfg.NoFirewall6, Allow6: cfg.Firewall6Allow(),
-		Pin: pin.PinNth, ThreadCPU: threadCPU,
+		Pin: pin.PinNth, ThreadCPU: pin.ThreadCPUNanos,
 	}
 	if r.e, err = dataplane.New(dc); err != nil {
 		r.Close()
@@ -134,14 +134,6 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 	r.cli = pppoe.NewClient(pc, r.ctl.WANConn(), r.publish)
 	r.hooks = newHooks(cfg, logf)
 	return r, nil
-}
-
-func threadCPU() int64 {
-	d, err := pin.ThreadCPUTime()
-	if err != nil {
-		return 0
-	}
-	return int64(d)
 }
 
 func (r *Router) publish(s *hdr.Session) {

@@ -36,3 +36,13 @@ func PinNth(n int) error {
 	}
 	return Pin(a[n%len(a)])
 }
+
+// ThreadCPUNanos is ThreadCPUTime in nanoseconds, 0 where it cannot be
+// read: the shape dataplane.Config.ThreadCPU takes.
+func ThreadCPUNanos() int64 {
+	d, err := ThreadCPUTime()
+	if err != nil {
+		return 0
+	}
+	return int64(d)
+}
