@@ -81,6 +81,20 @@ func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode, tx afpacket
 		}
 	}
 	checkPipeline(t, fw, topo.A, topo.B, flows)
+	if backend == "afpacket" {
+		// The owner fanout delivers every LAN frame to its flow's owner:
+		// no hand-over between workers.
+		if f := lanFanout(fw.LAN, workers); f != "owner" {
+			t.Fatalf("LAN fanout %q, want owner", f)
+		}
+		var redirected uint64
+		for _, w := range fw.Engine.Workers() {
+			redirected += w.Counters().Redirected
+		}
+		if redirected != 0 {
+			t.Fatalf("%d LAN frames handed to another worker", redirected)
+		}
+	}
 	stopped = true
 	if err := fw.Stop(); err != nil {
 		t.Fatal(err)

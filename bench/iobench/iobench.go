@@ -185,8 +185,17 @@ type Result struct {
 	PPPFWD         Side                    `json:"pppfwd"`
 	Kernel         *Side                   `json:"kernel,omitempty"`
 	PerWorker      []pipeline.WorkerResult `json:"per_worker"`
-	Drops          map[string]uint64       `json:"drops"`
-	PortDrops      map[string]uint64       `json:"port_drops"`
+	// LANFanout is how pppfwd's LAN port spread frames over the
+	// workers ("owner": the owner fanout program). UplinkFrames are the
+	// LAN frames the workers received in the reported window,
+	// UplinkRedirected those handed to another worker (the flow's owner),
+	// UplinkRedirectedShare their share.
+	LANFanout             string            `json:"lan_fanout,omitempty"`
+	UplinkFrames          uint64            `json:"uplink_frames"`
+	UplinkRedirected      uint64            `json:"uplink_redirected"`
+	UplinkRedirectedShare float64           `json:"uplink_redirected_share"`
+	Drops                 map[string]uint64 `json:"drops"`
+	PortDrops             map[string]uint64 `json:"port_drops"`
 	// Floor (Options.Floor) is the null forwarder's measurement:
 	// FloorRatio is its figure over the kernel's, FloorPerWorker its
 	// threads' figures (CPU time per frame is the backend's I/O cost).

@@ -73,11 +73,17 @@ const (
 )
 
 // openPort opens c.Backend on ifname and returns the mode in use: the
-// XDP attach mode (afxdp) or the TX mode (afpacket).
-func openPort(c FwdConfig, ifname string) (nic.Port, string, error) {
+// XDP attach mode (afxdp) or the TX mode (afpacket). An afpacket LAN port
+// of several queues steers each frame to its owner worker with the owner
+// fanout program, as the router's LAN port does.
+func openPort(c FwdConfig, ifname string, lan bool) (nic.Port, string, error) {
 	switch c.Backend {
 	case "afpacket":
-		p, err := afpacket.Open(ifname, afpacket.Config{Queues: c.Workers, Promisc: true, BlockSize: rxBlockSize, Blocks: rxBlocks, TxMode: c.AFPacketTx})
+		cfg := afpacket.Config{Queues: c.Workers, Promisc: true, BlockSize: rxBlockSize, Blocks: rxBlocks, TxMode: c.AFPacketTx}
+		if lan && c.Workers > 1 {
+			cfg.FanoutOwner = &afpacket.OwnerSpec{Workers: c.Workers}
+		}
+		p, err := afpacket.Open(ifname, cfg)
 		if err != nil {
 			return nil, "", err
 		}
@@ -97,10 +103,10 @@ func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, mode string, err error
 	ln := t.Line
 	err = ln.R.Do(func() error {
 		var err error
-		if lan, mode, err = openPort(c, ln.RA); err != nil {
+		if lan, mode, err = openPort(c, ln.RA, true); err != nil {
 			return err
 		}
-		if wan, _, err = openPort(c, ln.RB); err != nil {
+		if wan, _, err = openPort(c, ln.RB, false); err != nil {
 			lan.Close()
 			return err
 		}
@@ -358,6 +364,10 @@ func Run(o Options) (*Result, error) {
 		portDrops map[string]uint64
 		xdpMode   string
 		txMode    string
+		lanFanout string
+		// LAN frames the workers took from their queues, and those of
+		// them handed to another worker.
+		upRx, upRedirected uint64
 	}
 	pppfwdRound := func() (*Side, *engineFigures, error) {
 		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx,
@@ -431,7 +441,10 @@ func Run(o Options) (*Result, error) {
 				wr.NsPerPkt = float64(wr.CPUNs) / float64(wr.Packets)
 			}
 			ef.perWorker = append(ef.perWorker, wr)
+			ef.upRx += cw.RxLAN - b.RxLAN
+			ef.upRedirected += wr.Redirects
 		}
+		ef.lanFanout = lanFanout(fw.LAN, o.Workers)
 		return s, ef, nil
 	}
 
@@ -499,6 +512,8 @@ func Run(o Options) (*Result, error) {
 		if r == 0 || p.PPS > res.PPPFWD.PPS {
 			res.PPPFWD = *p
 			res.PerWorker, res.Drops, res.PortDrops, res.XDPMode, res.TxMode = ef.perWorker, ef.drops, ef.portDrops, ef.xdpMode, ef.txMode
+			res.LANFanout, res.UplinkFrames, res.UplinkRedirected = ef.lanFanout, ef.upRx, ef.upRedirected
+			res.UplinkRedirectedShare = share(ef.upRedirected, ef.upRx)
 		}
 		if o.Floor {
 			f, per, err := floorRound()
@@ -541,4 +556,28 @@ func etherTypeOf(frames [][]byte) uint16 {
 		return 0
 	}
 	return uint16(frames[0][12])<<8 | uint16(frames[0][13])
+}
+
+// lanFanout names how the LAN port spreads frames over the workers'
+// queues: "owner" (the owner fanout program), "kernel: <why>" (the
+// kernel's fanout after the program failed) or "" (one queue, afxdp).
+func lanFanout(p nic.Port, workers int) string {
+	op, ok := p.(interface{ FanoutOwner() (bool, error) })
+	if !ok || workers <= 1 {
+		return ""
+	}
+	if on, err := op.FanoutOwner(); on {
+		return "owner"
+	} else if err != nil {
+		return "kernel: " + err.Error()
+	}
+	return "kernel"
+}
+
+// share is n over of, 0 when of is 0.
+func share(n, of uint64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return float64(n) / float64(of)
 }
