@@ -76,13 +76,21 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 				}
 			})
 			data := bytes.Repeat([]byte("0123456789abcdef"), 3000/16)
-			up := bigUDP(t, hostIP, remoteIP, 5060, 5060, 7, data)
-			// Shaped runs start on the other queue: the first fragment's
-			// worker (and so the external port's owner) differs.
-			q0 := 0
+			// Shaped runs take a source port worker 1 owns and start on the
+			// other queue: with two workers the other worker owns the
+			// mapping (a LAN endpoint belongs to the worker whose range
+			// holds its port).
+			sport, q0 := uint16(5060), 0
 			if shaped {
 				q0 = 1
+				for p := 5060; p < 65536 && workers == 2; p += 2 {
+					if r.e.Owner()[p] == 1 {
+						sport = uint16(p)
+						break
+					}
+				}
 			}
+			up := bigUDP(t, hostIP, remoteIP, sport, 5060, 7, data)
 			for i, fr := range fragmentIPv4(t, up, 1480) {
 				r.lan.Inject((i+q0)%workers, lanEth(fr))
 			}
@@ -120,7 +128,7 @@ func TestFragmentsCrossTheNAT(t *testing.T) {
 			}
 			first, whole = reassemble(t, got)
 			u = hdr.UDP(whole)
-			if first.Dst() != hostIP || first.Src() != remoteIP || u.DstPort() != 5060 || !bytes.Equal(whole[8:], data) ||
+			if first.Dst() != hostIP || first.Src() != remoteIP || u.DstPort() != sport || !bytes.Equal(whole[8:], data) ||
 				!udpSumOK(remoteIP, hostIP, whole) {
 				t.Fatalf("downlink reassembled: %s -> %s port %d, checksum ok %v", ip4s(first.Src()), ip4s(first.Dst()), u.DstPort(), udpSumOK(remoteIP, hostIP, whole))
 			}
