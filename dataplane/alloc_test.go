@@ -75,7 +75,7 @@ func TestHotFunctionsZeroAlloc(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, func() { _, _ = classify(fr, owner) }); a != 0 {
 		t.Fatalf("classify allocs %.1f", a)
 	}
-	ring := NewRing(64)
+	ring := newSPSCRing(64)
 	fs := nic.NewFrames(32)
 	if a := testing.AllocsPerRun(1000, func() { ring.Push(fs); ring.Pop(fs) }); a != 0 {
 		t.Fatalf("ring allocs %.1f", a)

@@ -35,18 +35,18 @@ type Engine struct {
 	shared
 	neighMu sync.Mutex
 
-	steerLinks []*Link   // steering -> worker k
-	redirect   [][]*Link // worker i -> worker j
-	excLinks   []*Link   // worker k -> control (LAN exceptions)
-	ctlLink    *Link     // steering -> control (WAN control frames, rate-limited)
-	prioLink   *Link     // steering -> control (our session's control frames)
+	steerLinks []*pipe   // steering -> worker k
+	redirect   [][]*pipe // worker i -> worker j
+	excLinks   []*pipe   // worker k -> control (LAN exceptions)
+	ctlLink    *pipe     // steering -> control (WAN control frames, rate-limited)
+	prioLink   *pipe     // steering -> control (our session's control frames)
 	// inject[k]: control -> worker k (frames to send). Send uses one
 	// worker's link at a time (frames keep their order) and moves on when
 	// that worker stops making progress (injectStall), so no control
 	// frame waits on one worker being scheduled.
-	inject     []*Link
+	inject     []*pipe
 	injectMu   sync.Mutex
-	injectPool *Pool
+	injectPool *framePool
 	injectCur  int       // the link Send uses
 	injectBeat uint64    // its worker's beat when last seen
 	injectSeen time.Time // when that beat was first seen
@@ -92,26 +92,26 @@ func New(cfg Config) (*Engine, error) {
 	// Control, exception and injection links carry little; they still
 	// hold whole batches.
 	small := max(cfg.RingSize/4, 2*cfg.Batch)
-	e.steerLinks = make([]*Link, n)
-	e.excLinks = make([]*Link, n)
-	e.redirect = make([][]*Link, n)
+	e.steerLinks = make([]*pipe, n)
+	e.excLinks = make([]*pipe, n)
+	e.redirect = make([][]*pipe, n)
 	for i := 0; i < n; i++ {
-		e.steerLinks[i] = NewLink(cfg.RingSize)
-		e.excLinks[i] = NewLink(small)
-		e.redirect[i] = make([]*Link, n)
+		e.steerLinks[i] = newPipe(cfg.RingSize)
+		e.excLinks[i] = newPipe(small)
+		e.redirect[i] = make([]*pipe, n)
 		for j := 0; j < n; j++ {
 			if i != j {
-				e.redirect[i][j] = NewLink(cfg.RingSize)
+				e.redirect[i][j] = newPipe(cfg.RingSize)
 			}
 		}
 	}
-	e.ctlLink = NewLink(small)
-	e.prioLink = NewLink(small)
-	e.inject = make([]*Link, n)
+	e.ctlLink = newPipe(small)
+	e.prioLink = newPipe(small)
+	e.inject = make([]*pipe, n)
 	for i := range e.inject {
-		e.inject[i] = NewLink(small)
+		e.inject[i] = newPipe(small)
 	}
-	e.injectPool = NewPool(2*small, 2*small)
+	e.injectPool = newFramePool(2*small, 2*small)
 	e.steer = newSteerer(e, &e.steerCounters)
 	e.steer.clock = monoClock{}.Now // steering cost is real time, whatever the shaper's clock
 	e.neighbors.Store(NewNeighbors(nil))
@@ -400,7 +400,7 @@ const (
 func (e *Engine) PollControl(fn func(d Dir, b []byte)) int {
 	var buf [32]*nic.Frame
 	total := 0
-	poll := func(l *Link, d Dir) {
+	poll := func(l *pipe, d Dir) {
 		for {
 			n := l.Data.Pop(buf[:])
 			for _, f := range buf[:n] {

@@ -9,11 +9,11 @@ import (
 	"github.com/pppfwd/pppfwd/nic"
 )
 
-// Ring is a single-producer single-consumer ring of frames. Batches move
+// spscRing is a single-producer single-consumer ring of frames. Batches move
 // with one atomic store of the index per batch; each side keeps a cached
 // copy of the other side's index (gVisor pkg/xdp style) so a batch usually
 // costs one atomic load and one atomic store.
-type Ring struct {
+type spscRing struct {
 	_          [64]byte
 	head       atomic.Uint64 // next slot to consume (written by consumer)
 	_          [56]byte
@@ -27,29 +27,29 @@ type Ring struct {
 	mask       uint64
 }
 
-// NewRing returns a ring whose capacity is size rounded up to a power of 2.
-func NewRing(size int) *Ring {
+// newSPSCRing returns a ring whose capacity is size rounded up to a power of 2.
+func newSPSCRing(size int) *spscRing {
 	c := 1
 	for c < size {
 		c <<= 1
 	}
-	return &Ring{slots: make([]*nic.Frame, c), mask: uint64(c - 1)}
+	return &spscRing{slots: make([]*nic.Frame, c), mask: uint64(c - 1)}
 }
 
 // Cap returns the capacity.
-func (r *Ring) Cap() int { return len(r.slots) }
+func (r *spscRing) Cap() int { return len(r.slots) }
 
 // Len returns the number of queued frames (a snapshot).
-func (r *Ring) Len() int { return int(r.tail.Load() - r.head.Load()) }
+func (r *spscRing) Len() int { return int(r.tail.Load() - r.head.Load()) }
 
 // Free returns the producer's view of free slots, refreshing its cache.
-func (r *Ring) Free() int {
+func (r *spscRing) Free() int {
 	r.cachedHead = r.head.Load()
 	return len(r.slots) - int(r.tail.Load()-r.cachedHead)
 }
 
 // Push enqueues as many of fs as fit and returns the count (producer only).
-func (r *Ring) Push(fs []*nic.Frame) int {
+func (r *spscRing) Push(fs []*nic.Frame) int {
 	t := r.tail.Load()
 	free := uint64(len(r.slots)) - (t - r.cachedHead)
 	if free < uint64(len(fs)) {
@@ -70,7 +70,7 @@ func (r *Ring) Push(fs []*nic.Frame) int {
 }
 
 // Pop dequeues up to len(fs) frames into fs and returns the count (consumer only).
-func (r *Ring) Pop(fs []*nic.Frame) int {
+func (r *spscRing) Pop(fs []*nic.Frame) int {
 	h := r.head.Load()
 	avail := r.cachedTail - h
 	if avail < uint64(len(fs)) {
@@ -92,24 +92,24 @@ func (r *Ring) Pop(fs []*nic.Frame) int {
 	return int(n)
 }
 
-// Pool is a single-owner stack of free frames. It never allocates after
+// framePool is a single-owner stack of free frames. It never allocates after
 // construction: every frame it will ever hold is counted in its capacity.
-type Pool struct {
+type framePool struct {
 	free []*nic.Frame
 }
 
-// NewPool returns a pool holding n new frames with room for cap frames.
-func NewPool(n, capacity int) *Pool {
+// newFramePool returns a pool holding n new frames with room for cap frames.
+func newFramePool(n, capacity int) *framePool {
 	if capacity < n {
 		capacity = n
 	}
-	p := &Pool{free: make([]*nic.Frame, 0, capacity)}
+	p := &framePool{free: make([]*nic.Frame, 0, capacity)}
 	p.free = append(p.free, nic.NewFrames(n)...)
 	return p
 }
 
 // Get returns a free frame (reset), or nil if the pool is empty.
-func (p *Pool) Get() *nic.Frame {
+func (p *framePool) Get() *nic.Frame {
 	n := len(p.free)
 	if n == 0 {
 		return nil
@@ -121,7 +121,7 @@ func (p *Pool) Get() *nic.Frame {
 }
 
 // GetN fills fs with free frames and returns how many it filled.
-func (p *Pool) GetN(fs []*nic.Frame) int {
+func (p *framePool) GetN(fs []*nic.Frame) int {
 	n := len(fs)
 	if n > len(p.free) {
 		n = len(p.free)
@@ -136,18 +136,18 @@ func (p *Pool) GetN(fs []*nic.Frame) int {
 
 // Put returns a frame to the pool. Frames beyond the capacity are dropped
 // for the garbage collector (that only happens on misuse).
-func (p *Pool) Put(f *nic.Frame) {
+func (p *framePool) Put(f *nic.Frame) {
 	if len(p.free) < cap(p.free) {
 		p.free = append(p.free, f)
 	}
 }
 
 // PutN returns frames to the pool.
-func (p *Pool) PutN(fs []*nic.Frame) {
+func (p *framePool) PutN(fs []*nic.Frame) {
 	for _, f := range fs {
 		p.Put(f)
 	}
 }
 
 // Len returns the number of free frames.
-func (p *Pool) Len() int { return len(p.free) }
+func (p *framePool) Len() int { return len(p.free) }

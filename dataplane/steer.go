@@ -110,12 +110,12 @@ func classify(b []byte, owner *[65536]uint8) (target, l3 int) {
 type steerer struct {
 	wan     nic.Port
 	owner   *[65536]uint8
-	links   []*Link // one per worker
-	ctl     *Link   // other control frames, rate-limited (consumer: the control goroutine)
-	prio    *Link   // our session's control frames (consumer: the control goroutine)
+	links   []*pipe // one per worker
+	ctl     *pipe   // other control frames, rate-limited (consumer: the control goroutine)
+	prio    *pipe   // our session's control frames (consumer: the control goroutine)
 	session func() *hdr.Session
 	portErr func(nic.Port, error)
-	pool    *Pool
+	pool    *framePool
 	rx      []*nic.Frame
 	out     [][]*nic.Frame // pending batch per worker
 	ctlOut  []*nic.Frame
@@ -159,7 +159,7 @@ func newSteerer(e *Engine, c *Counters) *steerer {
 	}
 	// Enough frames to fill every ring and the control rings, plus a batch.
 	n := (len(e.steerLinks)+2)*e.cfg.RingSize + 2*e.cfg.Batch
-	s.pool = NewPool(n, n)
+	s.pool = newFramePool(n, n)
 	s.out = make([][]*nic.Frame, len(e.steerLinks))
 	for i := range s.out {
 		s.out[i] = make([]*nic.Frame, 0, e.cfg.Batch)
@@ -179,7 +179,7 @@ func (s *steerer) reclaim() {
 	s.reclaimLink(s.prio)
 }
 
-func (s *steerer) reclaimLink(l *Link) {
+func (s *steerer) reclaimLink(l *pipe) {
 	for {
 		n := l.Ret.Pop(s.rearm)
 		s.pool.PutN(s.rearm[:n])
@@ -327,7 +327,7 @@ func (s *steerer) steerFragment(f *nic.Frame, w int, now int64) int {
 	return 0
 }
 
-func (s *steerer) push(l *Link, fs []*nic.Frame) int {
+func (s *steerer) push(l *pipe, fs []*nic.Frame) int {
 	if len(fs) == 0 {
 		return 0
 	}

@@ -68,7 +68,7 @@ type Worker struct {
 	// fw6 is the IPv6 firewall state of the flows this worker owns.
 	fw6 fw6Table
 
-	pool *Pool
+	pool *framePool
 	rx   []*nic.Frame
 	tmp  []*nic.Frame
 	lanQ []*nic.Frame // pending LAN TX
@@ -104,11 +104,11 @@ type Worker struct {
 // workerLinks are the SPSC links a worker takes frames from and hands
 // them to; it is given them at construction.
 type workerLinks struct {
-	steer    *Link   // steering -> this worker
-	redirIn  []*Link // [j]: worker j -> this worker (nil for itself)
-	redirOut []*Link // [j]: this worker -> worker j (nil for itself)
-	exc      *Link   // this worker -> the control plane
-	inject   *Link   // the control plane -> this worker (frames to send)
+	steer    *pipe   // steering -> this worker
+	redirIn  []*pipe // [j]: worker j -> this worker (nil for itself)
+	redirOut []*pipe // [j]: this worker -> worker j (nil for itself)
+	exc      *pipe   // this worker -> the control plane
+	inject   *pipe   // the control plane -> this worker (frames to send)
 }
 
 type upOps struct{ w *Worker }
@@ -136,7 +136,7 @@ func newWorker(e *Engine, id int) (*Worker, error) {
 	w := &Worker{id: id, cfg: cfg, lanMask: cfg.lanMask(), sh: &e.shared,
 		portErr: e.portErr, steerClock: e.steer.clock}
 	w.links = workerLinks{steer: e.steerLinks[id], exc: e.excLinks[id], inject: e.inject[id],
-		redirIn: make([]*Link, cfg.Workers), redirOut: e.redirect[id]}
+		redirIn: make([]*pipe, cfg.Workers), redirOut: e.redirect[id]}
 	for j := range w.links.redirIn {
 		w.links.redirIn[j] = e.redirect[j][id] // nil for j == id
 	}
@@ -151,7 +151,7 @@ func newWorker(e *Engine, id int) (*Worker, error) {
 		return nil, err
 	}
 	b := cfg.Batch
-	w.pool = NewPool(cfg.PoolFrames, cfg.PoolFrames+4*cfg.RingSize*(cfg.Workers+2))
+	w.pool = newFramePool(cfg.PoolFrames, cfg.PoolFrames+4*cfg.RingSize*(cfg.Workers+2))
 	w.rx = make([]*nic.Frame, b)
 	w.tmp = make([]*nic.Frame, b)
 	w.lanQ = make([]*nic.Frame, 0, b)
@@ -329,7 +329,7 @@ func (w *Worker) reclaim() {
 	// inject[k].Data and produces its Ret; Engine.Send reclaims.)
 }
 
-func (w *Worker) reclaimLink(l *Link) {
+func (w *Worker) reclaimLink(l *pipe) {
 	for {
 		n := l.Ret.Pop(w.tmp)
 		w.pool.PutN(w.tmp[:n])

@@ -328,6 +328,10 @@ type Stats struct {
 // New returns a table.
 func New(cfg Config) (*Table, error) {
 	if cfg.Ports.Len() == 0 {
+		if cfg.Ports.Of > 1 {
+			return nil, fmt.Errorf("nat: worker %d of %d has no port in %d-%d (%d workers need %d ports or more)",
+				cfg.Ports.Slot, cfg.Ports.Of, cfg.Ports.Lo, cfg.Ports.Hi, cfg.Ports.Of, 2*int(cfg.Ports.Of)-1)
+		}
 		return nil, errors.New("nat: empty port range")
 	}
 	if cfg.LANBits < 0 || cfg.LANBits > 32 {

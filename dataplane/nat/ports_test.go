@@ -159,3 +159,23 @@ func TestPortOwnershipAndPreservation(t *testing.T) {
 		})
 	}
 }
+
+// TestPartitionSmallSpans: 2n-1 consecutive ports give each of n workers
+// a port, whatever the first port; fewer may not, and New says so.
+func TestPartitionSmallSpans(t *testing.T) {
+	for n := 2; n <= 9; n++ {
+		for lo := 40000; lo < 40000+2*n; lo++ {
+			for _, r := range Partition(n, uint16(lo), uint16(lo+2*n-1)) {
+				if r.Len() == 0 {
+					t.Fatalf("%d workers on %d-%d: worker %d has no port", n, lo, lo+2*n-1, r.Slot)
+				}
+			}
+		}
+	}
+	ranges := Partition(2, 40000, 40002)
+	cfg := baseConfig()
+	cfg.Ports, cfg.Ranges, cfg.Worker = ranges[1], ranges, 1
+	if _, err := New(cfg); err == nil {
+		t.Fatal("worker without ports accepted")
+	}
+}
