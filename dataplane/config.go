@@ -109,8 +109,9 @@ func (c *Config) setDefaults() error {
 	if c.PortLo == 0 && c.PortHi == 0 {
 		c.PortLo, c.PortHi = 1024, 65535
 	}
-	if int(c.PortHi)-int(c.PortLo) < c.Workers {
-		return errors.New("dataplane: port range smaller than the worker count")
+	if int(c.PortHi)-int(c.PortLo) < 2*c.Workers-1 {
+		// Ports are dealt to workers in pairs (nat.PortOwner).
+		return fmt.Errorf("dataplane: %d workers need a port range of at least %d ports", c.Workers, 2*c.Workers)
 	}
 	if c.Firewall6Capacity <= 0 {
 		c.Firewall6Capacity = 65536

@@ -475,3 +475,19 @@ func TestSessionToRouter6(t *testing.T) {
 		})
 	}
 }
+
+// TestPortRangeFitsWorkers: ports are dealt to workers in pairs, so a
+// range too small to give every worker a pair is refused by name, and
+// the smallest one that does is taken.
+func TestPortRangeFitsWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi uint16
+		ok     bool
+	}{{1024, 1026, false}, {1024, 1027, true}} {
+		_, err := New(Config{Workers: 2, LAN: memport.New("lan", 2, 64), WAN: memport.New("wan", 2, 64),
+			RouterMAC: routerMAC, RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, PortLo: tc.lo, PortHi: tc.hi})
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "2 workers need") {
+			t.Errorf("ports %d-%d: %v, want ok %v", tc.lo, tc.hi, err, tc.ok)
+		}
+	}
+}

@@ -379,8 +379,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("lan.address is required")
 	case c.PPPoE.Username == "":
 		return fmt.Errorf("pppoe.user is required")
-	case int(c.PortHi)-int(c.PortLo) < c.Workers:
-		return fmt.Errorf("nat.ports: range smaller than the worker count")
+	case int(c.PortHi)-int(c.PortLo) < 2*c.Workers-1:
+		// Ports are dealt to workers in pairs (nat.PortOwner).
+		return fmt.Errorf("nat.ports: %d workers need a range of at least %d ports", c.Workers, 2*c.Workers)
 	}
 	if c.PD && c.LAN6Prefix.IsValid() {
 		return fmt.Errorf("lan.ipv6_prefix and pppoe.dhcpv6_pd: choose one")
