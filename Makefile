@@ -29,9 +29,13 @@ unit:
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
 # The race detector over the packages with concurrency of their own, and
-# the namespace lab (the router on real threads; skips when not root).
+# the namespace lab's router on real threads (skips when not root). The
+# lab's fault tests time a loaded router (LCP echo deadlines, echoes
+# after a flap); they run in `unit`, where the race detector's slowdown
+# does not distort them.
 race:
-	$(GO) test -race -count=1 ./dataplane/... ./pppoe/... ./shaper/... ./nic/memport/... ./bench/lab
+	$(GO) test -race -count=1 ./dataplane/... ./pppoe/... ./shaper/... ./nic/memport/...
+	$(GO) test -race -count=1 -run 'TestIntegrationLab|TestIntegrationIngress' ./bench/lab
 
 # Every fuzz target for a few seconds (their seed corpora already run in
 # `unit`); FUZZTIME=1m for a longer look.
