@@ -53,7 +53,7 @@ type Config struct {
 	PoolFrames int
 
 	// Pin, if set, pins the calling thread to the n-th CPU the process may
-	// use (nic/pin.PinNth): worker k calls it with k, a steering thread
+	// use (internal/pin.PinNth): worker k calls it with k, a steering thread
 	// with Workers. A failure is reported (Engine.PinErr) and the thread
 	// runs unpinned: forwarding goes on. ThreadCPU, if set, returns the
 	// calling thread's CPU time in ns; the engine reports it per worker.

@@ -14,7 +14,7 @@ import (
 //
 // In production the dataplane hands control frames (EtherType 0x8863, and
 // 0x8864 frames whose PPP protocol is not IPv4/IPv6 data) to the control
-// plane through a Conn adapter; labs use nic/rawsock; tests use Pipe.
+// plane through a Conn adapter; labs use internal/rawsock; tests use Pipe.
 type Conn interface {
 	// ReadFrame copies the next frame into b and returns its length. It
 	// returns an error matching ErrTimeout when no frame arrives within
@@ -30,7 +30,7 @@ type Conn interface {
 
 // ErrTimeout is returned (possibly wrapped) by Conn.ReadFrame when no frame
 // arrived in time. It is os.ErrDeadlineExceeded, so Conns built on the Go
-// runtime poller (nic/rawsock) match it with errors.Is without importing
+// runtime poller (internal/rawsock) match it with errors.Is without importing
 // this package.
 var ErrTimeout = os.ErrDeadlineExceeded
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/pin"
+	"github.com/pppfwd/pppfwd/internal/pin"
 )
 
 // Match classifies a frame a sink received: the flow index it belongs to,

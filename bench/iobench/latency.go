@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/pin"
+	"github.com/pppfwd/pppfwd/internal/pin"
 )
 
 // Latency is the one-way delay of single frames from A to B through the

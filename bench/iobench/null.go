@@ -9,7 +9,7 @@ import (
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/pin"
+	"github.com/pppfwd/pppfwd/internal/pin"
 )
 
 // NullForwarder moves frames between two ports unchanged, LAN queue k to

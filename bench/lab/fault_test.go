@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
 

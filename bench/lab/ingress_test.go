@@ -18,7 +18,7 @@ import (
 
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/hdr"
-	"github.com/pppfwd/pppfwd/nic/rawsock"
+	"github.com/pppfwd/pppfwd/internal/rawsock"
 )
 
 // The namespace-lab version of dataplane's TestIngressTable: real

@@ -24,8 +24,8 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane/router"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/nettest"
-	"github.com/pppfwd/pppfwd/nic/rawsock"
+	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/internal/rawsock"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 // TestIntegrationLab brings up the namespace lab (pppfwd's PPPoE client

@@ -9,7 +9,7 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/memport"
-	"github.com/pppfwd/pppfwd/nic/pin"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/shaper"
 )
 

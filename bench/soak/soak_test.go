@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 // TestIntegrationSoak runs the lab for 2 minutes at 80 % of its measured

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 // Capture is a running tcpdump writing a pcap file.

@@ -8,7 +8,7 @@
 // dpkg-deb -x; linux-image-amd64, ppp, pppoe, busybox-static, bash and the
 // libraries they need) into a gzip'd newc initramfs and cached (see
 // BuildImage). Each VM gets one or more virtio-net NICs attached to tap
-// devices inside a network namespace the caller owns (made with nic/nettest,
+// devices inside a network namespace the caller owns (made with internal/nettest,
 // which holds all of pppfwd's namespace, veth and tap setup), so the pppfwd side
 // runs in that namespace with a raw socket on the tap. Commands run in the
 // VM over a dedicated serial port (ttyS1) framed with markers: see (*VM).Run.

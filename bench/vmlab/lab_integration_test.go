@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic/nettest"
-	"github.com/pppfwd/pppfwd/nic/rawsock"
+	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/internal/rawsock"
 )
 
 // requireLab skips the test with the reason when the lab cannot run here.

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 // NIC is one virtio-net interface of the VM (eth0, eth1, ... in order)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 func TestParseDepends(t *testing.T) {

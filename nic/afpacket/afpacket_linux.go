@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/afpacket/ethtool"
+	"github.com/pppfwd/pppfwd/nic/ethtool"
 )
 
 var ne = binary.NativeEndian

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 // TestIntegrationAFPacketLinkFlap takes the sending port's interface down

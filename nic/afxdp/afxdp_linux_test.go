@@ -17,7 +17,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 const testMagic = 0x70706677 // "ppfw"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 // exchange sends a test frame from one port and reports whether the

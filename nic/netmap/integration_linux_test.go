@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 // TestIntegrationNetmapVeth drives the real /dev/netmap over a veth pair in

@@ -17,7 +17,7 @@ import (
 
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/netmap"
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 func need(t *testing.T) *nettest.Lab {

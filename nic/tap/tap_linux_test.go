@@ -14,7 +14,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 var (

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/hdr"
-	"github.com/pppfwd/pppfwd/nic/nettest"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
 

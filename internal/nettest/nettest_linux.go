@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/pppfwd/pppfwd/nic/afpacket/ethtool"
+	"github.com/pppfwd/pppfwd/nic/ethtool"
 )
 
 var labSeq atomic.Uint32
