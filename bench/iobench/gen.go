@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/hdr"
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/pin"
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 // Match classifies a frame a sink received: the flow index it belongs to,

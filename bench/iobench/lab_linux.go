@@ -16,10 +16,10 @@ import (
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/nic/afxdp"
-	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 // Topo is a nettest Line with the generator's AF_PACKET ports open on A's

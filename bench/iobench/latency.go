@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/pin"
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 // Latency is the one-way delay of single frames from A to B through the

@@ -8,8 +8,8 @@ import (
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/pin"
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 // NullForwarder moves frames between two ports unchanged, LAN queue k to

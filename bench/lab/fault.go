@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
-	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 // Flows are long-lived UDP flows from the LAN host to the Internet host's

@@ -23,9 +23,9 @@ import (
 
 	"github.com/pppfwd/pppfwd/dataplane/router"
 	"github.com/pppfwd/pppfwd/hdr"
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/internal/rawsock"
+	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
 

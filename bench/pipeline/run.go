@@ -8,8 +8,8 @@ import (
 
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/hdr"
-	"github.com/pppfwd/pppfwd/nic/memport"
 	"github.com/pppfwd/pppfwd/internal/pin"
+	"github.com/pppfwd/pppfwd/nic/memport"
 	"github.com/pppfwd/pppfwd/shaper"
 )
 

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/hdr"
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/internal/rawsock"
+	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/ethtool"
-	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 func openIn(t testing.TB, ns *nettest.NS, ifname string, cfg Config) *Port {

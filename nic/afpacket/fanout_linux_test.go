@@ -11,8 +11,8 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 // TestIntegrationAFPacketFanoutOwner sends frames of many flows and kinds

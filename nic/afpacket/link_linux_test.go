@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 // TestIntegrationAFPacketLinkFlap takes the sending port's interface down

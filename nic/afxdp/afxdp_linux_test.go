@@ -16,8 +16,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 const testMagic = 0x70706677 // "ppfw"

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 // exchange sends a test frame from one port and reports whether the

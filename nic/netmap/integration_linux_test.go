@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/nic"
 )
 
 // TestIntegrationNetmapVeth drives the real /dev/netmap over a veth pair in

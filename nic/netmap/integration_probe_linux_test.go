@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/netmap"
-	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
 func need(t *testing.T) *nettest.Lab {
