@@ -41,10 +41,14 @@ type Forwarder struct {
 	// Control counts frames the engine handed to the control/exception
 	// path (nothing in these tests should go there).
 	Control uint64
+	// LANOwner is how the LAN port delivers frames to their owners
+	// (router.PortInfo.Owner, with the reason of a hand-over).
+	LANOwner string
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 	mu   sync.Mutex
+	undo func() // NIC settings of the ports; nil for ports given to StartEngine
 }
 
 // ParseXDPMode maps "auto", "native" and "generic" to afxdp modes.
@@ -125,5 +129,9 @@ func (f *Forwarder) Stop() error {
 	err := f.Engine.Stop()
 	close(f.stop)
 	f.wg.Wait()
-	return errors.Join(err, f.LAN.Close(), f.WAN.Close())
+	err = errors.Join(err, f.LAN.Close(), f.WAN.Close())
+	if f.undo != nil {
+		f.undo()
+	}
+	return err
 }

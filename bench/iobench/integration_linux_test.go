@@ -84,8 +84,8 @@ func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode, tx afpacket
 	if backend == "afpacket" {
 		// The owner fanout delivers every LAN frame to its flow's owner:
 		// no hand-over between workers.
-		if f := lanFanout(fw.LAN, workers); f != "owner" {
-			t.Fatalf("LAN fanout %q, want owner", f)
+		if f := fw.LANOwner; f != "fanout-ebpf" {
+			t.Fatalf("LAN owner delivery %q, want fanout-ebpf", f)
 		}
 		var redirected uint64
 		for _, w := range fw.Engine.Workers() {

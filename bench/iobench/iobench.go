@@ -186,7 +186,8 @@ type Result struct {
 	Kernel         *Side                   `json:"kernel,omitempty"`
 	PerWorker      []pipeline.WorkerResult `json:"per_worker"`
 	// LANFanout is how pppfwd's LAN port spread frames over the
-	// workers ("owner": the owner fanout program). UplinkFrames are the
+	// workers (router.PortInfo.Owner: "fanout-ebpf", "nic-rules" or
+	// "hand-over: <why>"). UplinkFrames are the
 	// LAN frames the workers received in the reported window,
 	// UplinkRedirected those handed to another worker (the flow's owner),
 	// UplinkRedirectedShare their share.

@@ -15,11 +15,11 @@ import (
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/dataplane/router"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
-	"github.com/pppfwd/pppfwd/nic/afxdp"
 )
 
 // Topo is a nettest Line with the generator's AF_PACKET ports open on A's
@@ -72,50 +72,36 @@ const (
 	rxBlocks    = 256
 )
 
-// openPort opens c.Backend on ifname and returns the mode in use: the
-// XDP attach mode (afxdp) or the TX mode (afpacket). An afpacket LAN port
-// of several queues steers each frame to its owner worker with the owner
-// fanout program, as the router's LAN port does.
-func openPort(c FwdConfig, ifname string, lan bool) (nic.Port, string, error) {
-	switch c.Backend {
-	case "afpacket":
-		cfg := afpacket.Config{Queues: c.Workers, Promisc: true, BlockSize: rxBlockSize, Blocks: rxBlocks, TxMode: c.AFPacketTx}
-		if lan && c.Workers > 1 {
-			cfg.FanoutOwner = &afpacket.OwnerSpec{Workers: c.Workers}
-		}
-		p, err := afpacket.Open(ifname, cfg)
-		if err != nil {
-			return nil, "", err
-		}
-		return p, p.TxMode().String(), nil
-	case "afxdp":
-		p, err := afxdp.Open(ifname, afxdp.Options{Queues: c.Workers, Mode: c.XDPMode})
-		if err != nil {
-			return nil, "", err
-		}
-		return p, p.Mode().String(), nil
-	}
-	return nil, "", fmt.Errorf("iobench: backend %q: want afpacket or afxdp", c.Backend)
-}
-
-// openPorts opens c.Backend's LAN port on RA and WAN port on RB inside R.
-func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, mode string, err error) {
+// openPorts opens c.Backend's LAN port on RA and WAN port on RB inside R
+// with the router's OpenPort: the LAN port delivers frames to their
+// owner workers as the router's does.
+func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, info router.PortInfo, err error) {
 	ln := t.Line
+	spec := router.PortSpec{Backend: c.Backend, Queues: c.Workers, XDPMode: c.XDPMode, TxMode: c.AFPacketTx,
+		Promisc: true, RxBlockSize: rxBlockSize, RxBlocks: rxBlocks}
 	err = ln.R.Do(func() error {
 		var err error
-		if lan, mode, err = openPort(c, ln.RA, true); err != nil {
+		ls := spec
+		ls.Interface, ls.LAN = ln.RA, true
+		if lan, info, err = router.OpenPort(ls); err != nil {
 			return err
 		}
-		if wan, _, err = openPort(c, ln.RB, false); err != nil {
+		ws := spec
+		ws.Interface = ln.RB
+		var winfo router.PortInfo
+		if wan, winfo, err = router.OpenPort(ws); err != nil {
 			lan.Close()
+			info.Undo()
 			return err
 		}
+		lundo := info.Undo
+		info.Undo = func() { lundo(); winfo.Undo() }
 		return nil
 	})
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("iobench: %s ports in R: %w", c.Backend, err)
+		return nil, nil, info, fmt.Errorf("iobench: %s ports in R: %w", c.Backend, err)
 	}
-	return lan, wan, mode, nil
+	return lan, wan, info, nil
 }
 
 // StartForwarder opens pppfwd's LAN port on RA and WAN port on RB inside
@@ -125,7 +111,7 @@ func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
 	if c.Workers <= 0 {
 		c.Workers = 1
 	}
-	lan, wan, mode, err := t.openPorts(c)
+	lan, wan, info, err := t.openPorts(c)
 	if err != nil {
 		return nil, err
 	}
@@ -133,12 +119,15 @@ func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
 	if err != nil {
 		lan.Close()
 		wan.Close()
+		info.Undo()
 		return nil, err
 	}
+	fw.undo = info.Undo
+	fw.LANOwner = lanOwner(info)
 	if c.Backend == "afxdp" {
-		fw.XDPMode = mode
+		fw.XDPMode = info.Mode
 	} else {
-		fw.TxMode = mode
+		fw.TxMode = info.Mode
 	}
 	return fw, nil
 }
@@ -149,11 +138,13 @@ func (t *Topo) StartNull(c FwdConfig) (*NullForwarder, error) {
 	if c.Workers <= 0 {
 		c.Workers = 1
 	}
-	lan, wan, _, err := t.openPorts(c)
+	lan, wan, info, err := t.openPorts(c)
 	if err != nil {
 		return nil, err
 	}
-	return StartNull(lan, wan, c.CPUs), nil
+	n := StartNull(lan, wan, c.CPUs)
+	n.undo = info.Undo
+	return n, nil
 }
 
 // SetupKernel configures R for the kernel baseline on a Routed line: the
@@ -444,7 +435,7 @@ func Run(o Options) (*Result, error) {
 			ef.upRx += cw.RxLAN - b.RxLAN
 			ef.upRedirected += wr.Redirects
 		}
-		ef.lanFanout = lanFanout(fw.LAN, o.Workers)
+		ef.lanFanout = fw.LANOwner
 		return s, ef, nil
 	}
 
@@ -558,20 +549,14 @@ func etherTypeOf(frames [][]byte) uint16 {
 	return uint16(frames[0][12])<<8 | uint16(frames[0][13])
 }
 
-// lanFanout names how the LAN port spreads frames over the workers'
-// queues: "owner" (the owner fanout program), "kernel: <why>" (the
-// kernel's fanout after the program failed) or "" (one queue, afxdp).
-func lanFanout(p nic.Port, workers int) string {
-	op, ok := p.(interface{ FanoutOwner() (bool, error) })
-	if !ok || workers <= 1 {
-		return ""
+// lanOwner names how the LAN port delivers frames to their owner
+// workers: "fanout-ebpf", "nic-rules", or "hand-over: <why>"; "" with one
+// worker.
+func lanOwner(info router.PortInfo) string {
+	if info.OwnerErr != nil {
+		return info.Owner + ": " + info.OwnerErr.Error()
 	}
-	if on, err := op.FanoutOwner(); on {
-		return "owner"
-	} else if err != nil {
-		return "kernel: " + err.Error()
-	}
-	return "kernel"
+	return info.Owner
 }
 
 // share is n over of, 0 when of is 0.

@@ -23,6 +23,7 @@ type NullForwarder struct {
 	stop     atomic.Bool
 	wg       sync.WaitGroup
 	threads  []*nullThread
+	undo     func() // NIC settings of the ports
 }
 
 type nullThread struct {
@@ -126,5 +127,9 @@ func (n *NullForwarder) Drops() uint64 {
 func (n *NullForwarder) Stop() error {
 	n.stop.Store(true)
 	n.wg.Wait()
-	return errors.Join(n.LAN.Close(), n.WAN.Close())
+	err := errors.Join(n.LAN.Close(), n.WAN.Close())
+	if n.undo != nil {
+		n.undo()
+	}
+	return err
 }

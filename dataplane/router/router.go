@@ -14,13 +14,9 @@ import (
 
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/control"
-	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic"
-	"github.com/pppfwd/pppfwd/nic/afpacket"
-	"github.com/pppfwd/pppfwd/nic/afxdp"
-	"github.com/pppfwd/pppfwd/nic/netmap"
 	"github.com/pppfwd/pppfwd/nic/tap"
 	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/shaper"
@@ -40,6 +36,7 @@ type Router struct {
 	pd       *pd    // nil without pppoe.dhcpv6_pd
 	reloadMu sync.Mutex
 	logf     func(format string, args ...any)
+	undo     []func() // NIC settings OpenPort made, undone after the ports close
 }
 
 // Ports are already-open LAN and WAN ports (for labs and tests that open
@@ -66,13 +63,13 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		if cfg.IPv6() {
 			et = append(et, hdr.EtherTypeIPv6)
 		}
-		if r.lan, err = openPort(cfg, cfg.LANInterface, et); err != nil {
+		var info PortInfo
+		if r.lan, info, err = OpenPort(cfg.portSpec(cfg.LANInterface, et)); err != nil {
 			return nil, fmt.Errorf("LAN %s: %w", cfg.LANInterface, err)
 		}
-		if p, ok := r.lan.(*afpacket.Port); ok {
-			if _, err := p.FanoutOwner(); err != nil {
-				logf("pppfwd: LAN %s: %v; the kernel's flow hash spreads LAN frames instead (workers hand over other workers' flows)", cfg.LANInterface, err)
-			}
+		r.undo = append(r.undo, info.Undo)
+		if info.OwnerErr != nil {
+			logf("pppfwd: LAN %s: %v; frames arrive by the NIC's or kernel's flow hash and workers hand over other workers' flows (counted as redirected)", cfg.LANInterface, info.OwnerErr)
 		}
 	}
 	if r.wan == nil {
@@ -84,10 +81,12 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		if cfg.PPPoE.VLAN != 0 {
 			et = []uint16{hdr.EtherTypeVLAN}
 		}
-		if r.wan, err = openPort(cfg, cfg.WANInterface, et); err != nil {
+		var info PortInfo
+		if r.wan, info, err = OpenPort(cfg.portSpec(cfg.WANInterface, et)); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("WAN %s: %w", cfg.WANInterface, err)
 		}
+		r.undo = append(r.undo, info.Undo)
 	}
 	if cfg.HostTap != "" {
 		if r.host, err = tap.Open(cfg.HostTap, tap.Config{Up: true}); err != nil {
@@ -402,6 +401,10 @@ func (r *Router) Close() {
 			p.Close()
 		}
 	}
+	for _, u := range r.undo {
+		u()
+	}
+	r.undo = nil
 }
 
 func ifaceMAC(name string) ([6]byte, error) {
@@ -415,30 +418,3 @@ func ifaceMAC(name string) ([6]byte, error) {
 	return [6]byte(ifi.HardwareAddr), nil
 }
 
-func openPort(cfg *Config, ifname string, ethertypes []uint16) (nic.Port, error) {
-	switch cfg.Backend {
-	case "afxdp":
-		return afxdp.Open(ifname, afxdp.Options{Queues: cfg.Workers, EtherTypes: ethertypes})
-	case "netmap":
-		return netmap.Open(ifname, netmap.Config{Queues: cfg.Workers})
-	default:
-		c := afpacket.Config{Queues: cfg.Workers}
-		if ifname == cfg.LANInterface && cfg.Workers > 1 {
-			// Each LAN frame goes to the worker owning its flow: the
-			// engine's owners, from the same ranges and forward
-			// assignment as dataplane.New makes.
-			lo, hi := cfg.PortLo, cfg.PortHi
-			if lo == 0 && hi == 0 {
-				lo, hi = 1024, 65535
-			}
-			fwds := append([]nat.Forward(nil), cfg.NAT.Forwards...)
-			nat.AssignForwards(nat.Partition(cfg.Workers, lo, hi), fwds)
-			c.FanoutOwner = &afpacket.OwnerSpec{Workers: cfg.Workers}
-			for _, f := range fwds {
-				c.FanoutOwner.Forwards = append(c.FanoutOwner.Forwards,
-					afpacket.OwnerForward{Proto: f.Proto, Addr: f.LANAddr, Port: f.LANPort, Queue: f.Worker})
-			}
-		}
-		return afpacket.Open(ifname, c)
-	}
-}

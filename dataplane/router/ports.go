@@ -1,0 +1,139 @@
+package router
+
+import (
+	"fmt"
+
+	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/afpacket"
+	"github.com/pppfwd/pppfwd/nic/afxdp"
+	"github.com/pppfwd/pppfwd/nic/ethtool"
+	"github.com/pppfwd/pppfwd/nic/netmap"
+)
+
+// PortSpec says how to open one of a router's two ports. The router and
+// `bench io` both open their ports with OpenPort, so a benchmark measures
+// the ports the router runs on.
+type PortSpec struct {
+	Backend   string // afpacket (the default), afxdp or netmap
+	Interface string
+	Queues    int // one per worker
+	// LAN asks for the LAN port's owner delivery: each frame goes to the
+	// queue of the worker owning its flow (nat.PortOwner of its source
+	// port, Forwards at their Worker). Afpacket does it with its fanout
+	// program; afxdp and netmap with NIC flow-steering rules where the
+	// driver has them and a power-of-two worker count lets masks express
+	// the owner. Otherwise frames arrive by the NIC's RSS hash and the
+	// workers hand the others' flows over (Engine counts them as
+	// redirected).
+	LAN      bool
+	Forwards []nat.Forward // with Worker set (nat.AssignForwards)
+	// EtherTypes the afxdp program hands to pppfwd (the rest go to the
+	// kernel); nil: all.
+	EtherTypes []uint16
+	XDPMode    afxdp.Mode      // afxdp
+	TxMode     afpacket.TxMode // afpacket
+	// Promisc, RxBlockSize and RxBlocks: afpacket (0: its defaults).
+	Promisc               bool
+	RxBlockSize, RxBlocks int
+}
+
+// PortInfo describes an opened port.
+type PortInfo struct {
+	// Mode is the XDP attach mode (afxdp) or the TX mode (afpacket).
+	Mode string
+	// Owner says how LAN frames reach their owner worker: "fanout-ebpf"
+	// (afpacket's program), "nic-rules" (flow-steering rules), or
+	// "hand-over" with the reason in OwnerErr.
+	Owner    string
+	OwnerErr error
+	// Undo removes what OpenPort configured on the NIC beyond the port
+	// (flow-steering rules); call it after closing the port. Never nil.
+	Undo func()
+}
+
+// OpenPort opens s.Backend on s.Interface.
+func OpenPort(s PortSpec) (nic.Port, PortInfo, error) {
+	info := PortInfo{Undo: func() {}}
+	owned := s.LAN && s.Queues > 1
+	switch s.Backend {
+	case "afxdp", "netmap":
+		var p nic.Port
+		var err error
+		if s.Backend == "afxdp" {
+			var xp *afxdp.Port
+			xp, err = afxdp.Open(s.Interface, afxdp.Options{Queues: s.Queues, Mode: s.XDPMode, EtherTypes: s.EtherTypes})
+			if err == nil {
+				p, info.Mode = xp, xp.Mode().String()
+			}
+		} else {
+			p, err = netmap.Open(s.Interface, netmap.Config{Queues: s.Queues})
+		}
+		if err != nil {
+			return nil, info, err
+		}
+		if owned {
+			info.Owner = "nic-rules"
+			rules, err := ethtool.PortPairRules(s.Queues, ownerRules(s.Forwards))
+			var st *ethtool.Steering
+			if err == nil {
+				st, err = ethtool.SteerPorts(s.Interface, rules)
+			}
+			if err != nil {
+				info.Owner, info.OwnerErr = "hand-over", err
+			} else {
+				info.Undo = func() { st.Remove() }
+			}
+		}
+		return p, info, nil
+	case "", "afpacket":
+		c := afpacket.Config{Queues: s.Queues, Promisc: s.Promisc, BlockSize: s.RxBlockSize, Blocks: s.RxBlocks, TxMode: s.TxMode}
+		if owned {
+			c.FanoutOwner = &afpacket.OwnerSpec{Workers: s.Queues}
+			for _, f := range s.Forwards {
+				c.FanoutOwner.Forwards = append(c.FanoutOwner.Forwards,
+					afpacket.OwnerForward{Proto: f.Proto, Addr: f.LANAddr, Port: f.LANPort, Queue: f.Worker})
+			}
+		}
+		p, err := afpacket.Open(s.Interface, c)
+		if err != nil {
+			return nil, info, err
+		}
+		info.Mode = p.TxMode().String()
+		if owned {
+			info.Owner = "fanout-ebpf"
+			if _, err := p.FanoutOwner(); err != nil {
+				info.Owner, info.OwnerErr = "hand-over", err
+			}
+		}
+		return p, info, nil
+	}
+	return nil, info, fmt.Errorf("backend %q: want afpacket, afxdp or netmap", s.Backend)
+}
+
+// ownerRules are the flow-steering rules of port forwards: a forward's
+// LAN endpoint belongs to the worker owning its external port.
+func ownerRules(fwds []nat.Forward) []ethtool.PortRule {
+	var r []ethtool.PortRule
+	for _, f := range fwds {
+		r = append(r, ethtool.PortRule{Proto: f.Proto, Addr: f.LANAddr, Port: f.LANPort, Mask: 0xffff, Queue: f.Worker})
+	}
+	return r
+}
+
+// portSpec is the spec of the router's port on ifname.
+func (c *Config) portSpec(ifname string, ethertypes []uint16) PortSpec {
+	s := PortSpec{Backend: c.Backend, Interface: ifname, Queues: c.Workers, EtherTypes: ethertypes}
+	if ifname == c.LANInterface && c.Workers > 1 {
+		// The engine's owners: the same ranges and forward assignment
+		// as dataplane.New makes.
+		lo, hi := c.PortLo, c.PortHi
+		if lo == 0 && hi == 0 {
+			lo, hi = 1024, 65535
+		}
+		s.LAN = true
+		s.Forwards = append([]nat.Forward(nil), c.NAT.Forwards...)
+		nat.AssignForwards(nat.Partition(c.Workers, lo, hi), s.Forwards)
+	}
+	return s
+}
