@@ -62,7 +62,9 @@ type Engine struct {
 	wg      sync.WaitGroup
 	ready   sync.WaitGroup
 	started bool
-	errMu   sync.Mutex
+	// simulated: a Sim steps the engine (Simulate); it never starts.
+	simulated bool
+	errMu     sync.Mutex
 	pinErr  error
 	// failErr is the first permanent port error (nic.ErrLinkGone); failed
 	// is closed when it is set.
@@ -181,6 +183,9 @@ func (e *Engine) Start() {
 	if e.started {
 		return
 	}
+	if e.simulated {
+		panic("dataplane: Start on an engine a Sim steps")
+	}
 	e.started = true
 	e.stop.Store(false)
 	for _, w := range e.workers {
@@ -199,11 +204,9 @@ func (e *Engine) Start() {
 	e.ready.Wait()
 }
 
-// Poll runs one iteration of every worker (and the steering) on the
-// calling goroutine and returns the frames handled. It is for simulations
-// and tests that drive the pipeline on a manual clock; it must not be
-// called while the engine is started.
-func (e *Engine) Poll() int {
+// poll runs one iteration of every worker (and the steering) on the
+// calling goroutine and returns the frames handled (Sim.Poll).
+func (e *Engine) poll() int {
 	n := 0
 	if e.cfg.Steer == SteerThread {
 		n += e.steer.poll()
@@ -224,9 +227,9 @@ func (e *Engine) Poll() int {
 	return n
 }
 
-// NextEvent returns the earliest time (Clock ns) a shaper has a packet to
+// nextEvent returns the earliest time (Clock ns) a shaper has a packet to
 // release, or 0 if none is waiting on its rate.
-func (e *Engine) NextEvent() int64 {
+func (e *Engine) nextEvent() int64 {
 	var t int64
 	for _, w := range e.workers {
 		for _, s := range []*shaper.FQCoDel[*nic.Frame]{w.up, w.down} {

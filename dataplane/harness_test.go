@@ -82,7 +82,7 @@ func newRig(t testing.TB, workers int, mod func(*Config)) *rig {
 // step runs one iteration of every worker.
 // Poll starts at a pseudo-random worker; two rounds guarantee a frame
 // steered by worker 0 is also processed by its owner.
-func (r *rig) step() { r.e.Poll(); r.e.Poll() }
+func (r *rig) step() { r.e.poll(); r.e.poll() }
 
 // outbound sends p from the LAN, requires it as the one frame on the WAN
 // and returns its external source port (the NAT mapping it made).

@@ -233,7 +233,7 @@ func newIgRig(t *testing.T, workers int, adf, ipsec bool) *igRig {
 // more than one round).
 func (x *igRig) settle() {
 	for i := 0; i < 32; i++ {
-		if x.e.Poll()+x.e.Poll() == 0 {
+		if x.e.poll()+x.e.poll() == 0 {
 			return
 		}
 	}

@@ -118,6 +118,7 @@ func (f *pipeFlow) pop() inflight {
 
 type pipePath struct {
 	e        *dataplane.Engine
+	sim      *dataplane.Sim
 	lan, wan *memport.Port
 	sess     *hdr.Session
 	uplink   bool
@@ -173,7 +174,7 @@ func newPipePath(po PipelineOptions, clk shaper.Clock, shaped bool, opts Options
 	if err != nil {
 		return nil, err
 	}
-	p := &pipePath{e: e, lan: lan, wan: wan, sess: pipeline.Session(), uplink: po.Uplink, workers: w, drop: drop,
+	p := &pipePath{e: e, sim: dataplane.Simulate(e), lan: lan, wan: wan, sess: pipeline.Session(), uplink: po.Uplink, workers: w, drop: drop,
 		byHash: map[uint32]int32{}, hosts: map[uint32]uint32{}, scratch: nic.NewFrame(),
 		pending: make([]*Packet, 0, 1024)}
 	e.SetSession(p.sess)
@@ -322,7 +323,7 @@ func (p *pipePath) Send(_ int64, pk *Packet) {
 }
 
 func (p *pipePath) poll() {
-	for i := 0; i < 64 && p.e.Poll() > 0; i++ {
+	for i := 0; i < 64 && p.sim.Poll() > 0; i++ {
 	}
 	p.dirty = false
 }
@@ -331,7 +332,7 @@ func (p *pipePath) poll() {
 func (p *pipePath) Recv(now int64, out []*Packet) int {
 	if p.rd == len(p.pending) {
 		p.rd, p.pending = 0, p.pending[:0]
-		if ev := p.e.NextEvent(); p.dirty || ev != 0 && ev <= now {
+		if ev := p.sim.NextEvent(); p.dirty || ev != 0 && ev <= now {
 			p.poll()
 			for q := range p.workers {
 				if p.uplink {
@@ -352,7 +353,7 @@ func (p *pipePath) NextEvent(now int64) int64 {
 	if p.dirty || p.rd < len(p.pending) {
 		return now
 	}
-	return p.e.NextEvent()
+	return p.sim.NextEvent()
 }
 
 // parseWAN reads the tag of an uplink frame the engine sent on the WAN.

@@ -84,7 +84,7 @@ func (r *ctlFuzz) pump(t *testing.T) {
 	r.ctl.hold6.expire(now)
 	r.ctl.advertise(now)
 	r.ctl.sweepNeighbors(now)
-	for i := 0; i < 4 && r.e.Poll() > 0; i++ {
+	for sim, i := dataplane.Simulate(r.e), 0; i < 4 && sim.Poll() > 0; i++ {
 	}
 	r.lan.Drain(0, func(b []byte) {
 		if len(b) < hdr.EthernetLen || [6]byte(b[6:12]) != routerMAC {
