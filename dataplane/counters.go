@@ -1,6 +1,12 @@
 package dataplane
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/shaper"
+)
 
 // Reason is why a frame was dropped (or diverted). Drops are counted per
 // reason and per worker; nothing is logged per packet.
@@ -76,6 +82,11 @@ type Counters struct {
 	NoBufferPolls    uint64 // receives skipped for want of a free frame (the frames wait in the port)
 	IPv6Up, IPv6Down uint64 // IPv6 packets forwarded to the session / to the LAN (routed, no NAT)
 	NATEntries       uint64 // live NAT flows in this worker's table (a gauge)
+	// BytesUp and BytesDown are the IP bytes (no Ethernet or PPPoE
+	// header) of the packets the worker forwards towards the session and
+	// towards the LAN, counted where forwarding decides (before the shaper
+	// of a shaped direction, whose drops count as DropShaper).
+	BytesUp, BytesDown uint64
 	Drops            [numReasons]uint64
 	CPUNanos         uint64 // thread CPU time since start (if measured)
 	SteerPackets     uint64 // frames classified by steering on this thread
@@ -86,9 +97,14 @@ type Counters struct {
 type counterCell struct {
 	w   [countersWords]atomic.Uint64
 	cpu atomic.Uint64
+	// src, when set (before the owner thread starts: Engine.PublishDetail),
+	// is what publish also copies into d; only the owner thread reads
+	// its sources.
+	src *detailSource
+	d   [detailWords]atomic.Uint64
 }
 
-const countersWords = 17 + int(numReasons)
+const countersWords = 19 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
@@ -97,7 +113,8 @@ func (c *Counters) words() [countersWords]uint64 {
 	w[8], w[9], w[10] = c.Redirected, c.SteerPackets, c.SteerNanos
 	w[11], w[12], w[13] = c.Unresolved, c.Fragments, c.NoBufferPolls
 	w[14], w[15], w[16] = c.IPv6Up, c.IPv6Down, c.NATEntries
-	copy(w[17:], c.Drops[:])
+	w[17], w[18] = c.BytesUp, c.BytesDown
+	copy(w[19:], c.Drops[:])
 	return w
 }
 
@@ -106,6 +123,9 @@ func (p *counterCell) publish(c *Counters) {
 	w := c.words()
 	for i := range w {
 		p.w[i].Store(w[i])
+	}
+	if p.src != nil {
+		p.publishDetail()
 	}
 }
 
@@ -122,7 +142,8 @@ func (p *counterCell) load() Counters {
 	s.Redirected, s.SteerPackets, s.SteerNanos = w[8], w[9], w[10]
 	s.Unresolved, s.Fragments, s.NoBufferPolls = w[11], w[12], w[13]
 	s.IPv6Up, s.IPv6Down, s.NATEntries = w[14], w[15], w[16]
-	copy(s.Drops[:], w[17:])
+	s.BytesUp, s.BytesDown = w[17], w[18]
+	copy(s.Drops[:], w[19:])
 	return s
 }
 
@@ -143,6 +164,8 @@ func (c *Counters) Add(o *Counters) {
 	c.NATEntries += o.NATEntries
 	c.IPv6Up += o.IPv6Up
 	c.IPv6Down += o.IPv6Down
+	c.BytesUp += o.BytesUp
+	c.BytesDown += o.BytesDown
 	c.SteerPackets += o.SteerPackets
 	c.SteerNanos += o.SteerNanos
 	c.CPUNanos += o.CPUNanos
@@ -169,4 +192,92 @@ func (c Counters) DropMap() map[string]uint64 {
 		}
 	}
 	return m
+}
+
+// Detail is what a worker publishes beside its Counters when the engine
+// was asked to (Engine.PublishDetail): its NAT table's counters and its
+// shapers' (zero for a direction that is not shaped). It is published
+// with the Counters, from the worker's own thread, so reading it never
+// touches the worker's tables.
+type Detail struct {
+	NAT            nat.Stats
+	Up, Down       shaper.Stats
+	ShapedUp, ShapedDown bool
+}
+
+// detailSource is a worker's NAT table and shapers (nil when unshaped).
+type detailSource struct {
+	nat      *nat.Table
+	up, down *shaper.FQCoDel[*nic.Frame]
+}
+
+const (
+	natWords    = 15 + int(nat.NumReasons)
+	shaperWords = 8 + int(shaper.NumDropReasons)
+	detailWords = natWords + 2*shaperWords
+)
+
+func natToWords(w []uint64, s *nat.Stats) {
+	w[0], w[1], w[2], w[3] = s.Entries, s.Forwards, s.Mappings, s.Slots
+	w[4], w[5], w[6], w[7] = s.Capacity, s.Allocations, s.MappingAllocs, s.Expired
+	w[8], w[9], w[10], w[11] = s.Flushes, s.Drops, s.Rejects, s.Redirects
+	w[12], w[13], w[14] = s.Hairpins, s.Locals, s.ForwardUntracked
+	copy(w[15:], s.Reasons[:])
+}
+
+func natFromWords(w []uint64) nat.Stats {
+	var s nat.Stats
+	s.Entries, s.Forwards, s.Mappings, s.Slots = w[0], w[1], w[2], w[3]
+	s.Capacity, s.Allocations, s.MappingAllocs, s.Expired = w[4], w[5], w[6], w[7]
+	s.Flushes, s.Drops, s.Rejects, s.Redirects = w[8], w[9], w[10], w[11]
+	s.Hairpins, s.Locals, s.ForwardUntracked = w[12], w[13], w[14]
+	copy(s.Reasons[:], w[15:])
+	return s
+}
+
+func shaperToWords(w []uint64, s *shaper.Stats) {
+	w[0], w[1], w[2], w[3] = s.Enqueued, s.Dequeued, s.Dropped, s.Marked
+	w[4], w[5], w[6], w[7] = uint64(s.Backlog), uint64(s.BacklogBytes), s.Leases, s.RateLimited
+	copy(w[8:], s.Drops[:])
+}
+
+func shaperFromWords(w []uint64) shaper.Stats {
+	var s shaper.Stats
+	s.Enqueued, s.Dequeued, s.Dropped, s.Marked = w[0], w[1], w[2], w[3]
+	s.Backlog, s.BacklogBytes, s.Leases, s.RateLimited = int(w[4]), int64(w[5]), w[6], w[7]
+	copy(s.Drops[:], w[8:])
+	return s
+}
+
+// publishDetail copies the sources' counters into d (owner thread only).
+func (p *counterCell) publishDetail() {
+	var w [detailWords]uint64
+	ns := p.src.nat.Stats()
+	natToWords(w[:natWords], &ns)
+	if p.src.up != nil {
+		s := p.src.up.Stats()
+		shaperToWords(w[natWords:natWords+shaperWords], &s)
+	}
+	if p.src.down != nil {
+		s := p.src.down.Stats()
+		shaperToWords(w[natWords+shaperWords:], &s)
+	}
+	for i := range w {
+		p.d[i].Store(w[i])
+	}
+}
+
+// loadDetail returns the last published Detail (any goroutine).
+func (p *counterCell) loadDetail() Detail {
+	var w [detailWords]uint64
+	for i := range w {
+		w[i] = p.d[i].Load()
+	}
+	d := Detail{NAT: natFromWords(w[:natWords]),
+		Up:   shaperFromWords(w[natWords : natWords+shaperWords]),
+		Down: shaperFromWords(w[natWords+shaperWords:])}
+	if p.src != nil {
+		d.ShapedUp, d.ShapedDown = p.src.up != nil, p.src.down != nil
+	}
+	return d
 }

@@ -210,6 +210,7 @@ func (w *Worker) inbound6(f *nic.Frame) {
 	eth.SetAddrs(mac, w.cfg.RouterMAC)
 	eth.SetType(hdr.EtherTypeIPv6)
 	w.c.IPv6Down++
+	w.c.BytesDown += uint64(len(ip))
 	if w.down != nil {
 		w.down.EnqueueAt(f, h, host6(dst), w.now)
 		return
@@ -223,6 +224,7 @@ func (w *Worker) inbound6(f *nic.Frame) {
 // downstream hands a translated downlink IPv4 packet to the shaper, or
 // straight to the LAN when the downlink is not shaped.
 func (w *Worker) downstream(f *nic.Frame, ip hdr.IPv4) {
+	w.c.BytesDown += uint64(f.Len)
 	dst := ip.Dst()
 	if f.Push(hdr.EthernetLen) == nil {
 		w.drop(f, DropHeadroom)

@@ -27,3 +27,19 @@ func NewTokenBucket(perSecond, burst int) TokenBucket {
 
 // Allow takes a token at now if one is left.
 func (t *TokenBucket) Allow(now int64) bool { return t.b.allow(now) }
+
+// PublishDetail makes every worker publish its NAT table's and shapers'
+// counters with its Counters (Worker.Detail), off the per-packet path
+// (at publishDue). It must be called before Start.
+func (e *Engine) PublishDetail() {
+	if e.started {
+		panic("dataplane: PublishDetail after Start")
+	}
+	for _, w := range e.workers {
+		w.pub.src = &detailSource{nat: w.nat, up: w.up, down: w.down}
+	}
+}
+
+// Detail returns the worker's last published NAT and shaper counters
+// (zero unless Engine.PublishDetail was called before Start).
+func (w *Worker) Detail() Detail { return w.pub.loadDetail() }

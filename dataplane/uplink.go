@@ -266,6 +266,7 @@ func host6(a *hdr.Addr6) uint32 {
 // upstream hands an IPv4 packet bound for the session to the shaper, or
 // straight to the WAN when the uplink is not shaped.
 func (w *Worker) upstream(f *nic.Frame, flow, host uint32) {
+	w.c.BytesUp += uint64(f.Len)
 	if w.up != nil {
 		w.up.EnqueueAt(f, flow, host, w.now)
 		return
