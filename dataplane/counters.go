@@ -87,10 +87,10 @@ type Counters struct {
 	// towards the LAN, counted where forwarding decides (before the shaper
 	// of a shaped direction, whose drops count as DropShaper).
 	BytesUp, BytesDown uint64
-	Drops            [numReasons]uint64
-	CPUNanos         uint64 // thread CPU time since start (if measured)
-	SteerPackets     uint64 // frames classified by steering on this thread
-	SteerNanos       uint64 // time spent steering on this thread
+	Drops              [numReasons]uint64
+	CPUNanos           uint64 // thread CPU time since start (if measured)
+	SteerPackets       uint64 // frames classified by steering on this thread
+	SteerNanos         uint64 // time spent steering on this thread
 }
 
 // counterCell is where an owner publishes its Counters for readers.
@@ -200,8 +200,8 @@ func (c Counters) DropMap() map[string]uint64 {
 // with the Counters, from the worker's own thread, so reading it never
 // touches the worker's tables.
 type Detail struct {
-	NAT            nat.Stats
-	Up, Down       shaper.Stats
+	NAT                  nat.Stats
+	Up, Down             shaper.Stats
 	ShapedUp, ShapedDown bool
 }
 
