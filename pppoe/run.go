@@ -20,6 +20,14 @@ type core interface {
 	err() error // first Conn write error
 }
 
+// waker is a core whose timers outside calls may change: wakeChan is
+// called once when the loop starts and returns the channel such calls
+// signal; release is called when the loop ends.
+type waker interface {
+	wakeChan() <-chan struct{}
+	release()
+}
+
 // readPoll bounds each ReadFrame so the reader notices shutdown.
 const readPoll = 100 * time.Millisecond
 
@@ -60,6 +68,13 @@ func runLoop(ctx context.Context, conn Conn, clock Clock, grace time.Duration, c
 		wg.Wait()
 	}()
 
+	// A core that outside calls can change between events (Client's
+	// Reconnect) wakes the loop to re-read its timers.
+	var wake <-chan struct{}
+	if w, ok := c.(waker); ok {
+		wake = w.wakeChan()
+		defer w.release()
+	}
 	c.lock()
 	c.start(clock.Now())
 	c.unlock()
@@ -99,6 +114,7 @@ func runLoop(ctx context.Context, conn Conn, clock Clock, grace time.Duration, c
 			c.lock()
 			c.tick(clock.Now())
 			c.unlock()
+		case <-wake: // the timers changed: the loop re-reads them
 		case err := <-errc:
 			return err
 		case <-hardStop:
