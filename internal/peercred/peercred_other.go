@@ -1,0 +1,5 @@
+//go:build !linux && !freebsd
+
+package peercred
+
+func fdUID(int) (uint32, error) { return 0, ErrUnsupported }
