@@ -6,6 +6,7 @@ package router
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -24,8 +25,8 @@ import (
 
 // Config is a router's configuration (see pppfwd.conf.example).
 //
-// Each field's key tag names the configuration keys it comes from (Reload
-// reports changes by them).
+// keyTable (config_keys.go) maps the configuration keys to its fields;
+// each field's key tag names them for the reader.
 type Config struct {
 	Backend string `key:"backend"` // afpacket, afxdp or netmap
 	Workers int    `key:"workers"`
@@ -51,7 +52,7 @@ type Config struct {
 	// (RFC 6092 REC-22..24: ESP, AH and IKE on UDP 500 to LAN hosts).
 	NoIPsec6 bool `key:"ipv6.ipsec"`
 
-	PPPoE pppoe.ClientConfig `key:"pppoe.* or wan.vlan*"` // user, password, service, AC, VLAN, MTU, state, echo
+	PPPoE pppoe.ClientConfig `key:"pppoe.* wan.vlan wan.vlan_prio"` // user, password, service, AC, VLAN, MTU, state, echo
 
 	Up   shaper.Spec `key:"shaper.up"` // Rate 0: that direction is not shaped
 	Down shaper.Spec `key:"shaper.down"`
@@ -72,51 +73,127 @@ type Config struct {
 	DownScript string `key:"pppoe.down_script"`
 	// IPv6Script runs when the LAN gets or loses its IPv6 prefix.
 	IPv6Script string `key:"lan.ipv6_script"`
+
+	// PasswordFile is where PPPoE.Password came from ("": the
+	// configuration itself, pppoe.password).
+	PasswordFile string `key:"pppoe.password_file"`
+
+	// lines: where each key was given (a line per entry for a repeatable
+	// key), for Validate's errors; nil for a Config built in code.
+	lines map[string][]int
 }
 
-// ParseConfig reads "key value" lines; '#' starts a comment. Unknown
-// keys, repeated single keys and bad values are errors naming the line.
+// ParseConfig reads a configuration: "key value" lines in the syntax
+// config_syntax.go describes, with the keys of keyTable. Unknown keys
+// (with the nearest known one suggested), repeated single keys, bad
+// values and inconsistent keys (Validate) are errors that name the line,
+// the key and what is allowed; they never quote a secret. The password
+// of pppoe.password_file is read here (readPasswordFile).
 func ParseConfig(r io.Reader) (*Config, error) {
-	c := &Config{Backend: "afpacket", Workers: 1, PortLo: 1024, PortHi: 65535}
-	seen := map[string]bool{}
+	c := &Config{Backend: "afpacket", Workers: 1, PortLo: 1024, PortHi: 65535, lines: map[string][]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 64*1024)
 	line := 0
 	for sc.Scan() {
 		line++
-		text := sc.Text()
-		if i := strings.IndexByte(text, '#'); i >= 0 {
-			text = text[:i]
+		key, val, err := splitLine(sc.Text())
+		if err != nil {
+			if key == "" {
+				return nil, fmt.Errorf("line %d: %v", line, err)
+			}
+			return nil, fmt.Errorf("line %d: %s %v", line, key, err)
 		}
-		text = strings.TrimSpace(text)
-		if text == "" {
+		if key == "" {
 			continue
 		}
-		i := strings.IndexAny(text, " \t=")
-		if i < 0 {
-			return nil, fmt.Errorf("line %d: %q has no value", line, text)
-		}
-		key, val := text[:i], strings.TrimSpace(text[i:])
-		val = strings.TrimSpace(strings.TrimPrefix(val, "="))
-		key = strings.TrimSpace(key)
-		val = strings.TrimSpace(val)
-		if key != "nat.forward" && key != "ipv6.allow" {
-			if seen[key] {
-				return nil, fmt.Errorf("line %d: %s given twice", line, key)
+		k := keyIndex[key]
+		if k == nil {
+			if s := suggestKey(key); s != "" {
+				return nil, fmt.Errorf("line %d: unknown key %q: did you mean %s? (pppfwd.conf.example lists every key)", line, key, s)
 			}
-			seen[key] = true
+			return nil, fmt.Errorf("line %d: unknown key %q (pppfwd.conf.example lists every key)", line, key)
 		}
-		if err := c.set(key, val); err != nil {
-			return nil, fmt.Errorf("line %d: %s: %w", line, key, err)
+		if prev := c.lines[key]; len(prev) > 0 && !k.Repeat {
+			return nil, fmt.Errorf("line %d: %s given twice (first on line %d): allowed once", line, key, prev[0])
+		}
+		c.lines[key] = append(c.lines[key], line)
+		if err := k.v.set(c, val); err != nil {
+			return nil, fmt.Errorf("line %d: %s: %v; allowed: %s", line, key, err, k.Allowed)
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("line %d: longer than 64 KiB", line+1)
+		}
 		return nil, err
 	}
-	if !seen["nat.max_per_host"] {
+	if len(c.lines["pppoe.password"]) > 0 && len(c.lines["pppoe.password_file"]) > 0 {
+		return nil, fmt.Errorf("%s: pppoe.password and pppoe.password_file: choose one", c.at("pppoe.password_file", 0))
+	}
+	if c.PasswordFile != "" {
+		pw, err := readPasswordFile(c.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: pppoe.password_file: %v; allowed: %s", c.at("pppoe.password_file", 0), err, keyIndex["pppoe.password_file"].Allowed)
+		}
+		c.PPPoE.Password = pw
+	}
+	if len(c.lines["nat.max_per_host"]) == 0 {
 		c.NAT.MaxPerHost = DefaultMaxPerHost(c.NAT.Capacity)
 	}
 	return c, c.Validate()
+}
+
+// at returns "line N" for entry i of key as ParseConfig found it, or, for
+// a key that was not given (or a Config built in code), that.
+func (c *Config) at(key string, i int) string {
+	if l := c.lines[key]; i < len(l) {
+		return "line " + strconv.Itoa(l[i])
+	}
+	return "not in the file"
+}
+
+// readPasswordFile reads pppoe.password_file: a regular file that group
+// and others cannot read (as ssh insists for private keys), holding the
+// password on its one line (a final newline is not part of it). A
+// variable so that the fuzz target does not read the machine's files.
+var readPasswordFile = func(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", name)
+	}
+	if m := fi.Mode().Perm(); m&0o044 != 0 {
+		return "", fmt.Errorf("%s: mode %04o: group or others can read the password: chmod 600 %s", name, m, name)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4097))
+	if err != nil {
+		return "", err
+	}
+	return passwordFromFile(name, b)
+}
+
+// passwordFromFile returns the password a password file's content b
+// holds: its one line, without the final "\n" or "\r\n".
+func passwordFromFile(name string, b []byte) (string, error) {
+	if len(b) > 4096 {
+		return "", fmt.Errorf("%s: longer than 4096 bytes", name)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	s = strings.TrimSuffix(s, "\r")
+	switch {
+	case s == "":
+		return "", fmt.Errorf("%s is empty", name)
+	case strings.ContainsAny(s, "\r\n"):
+		return "", fmt.Errorf("%s holds more than one line", name)
+	}
+	return s, nil
 }
 
 // DefaultMaxPerHost is nat.max_per_host when a configuration file does
@@ -133,168 +210,6 @@ func DefaultMaxPerHost(capacity int) int {
 		capacity = 1 << 16 // nat.Config.Capacity's default
 	}
 	return max(capacity/8, 1)
-}
-
-func (c *Config) set(key, val string) error {
-	var err error
-	switch key {
-	case "backend":
-		switch val {
-		case "afpacket", "afxdp", "netmap":
-			c.Backend = val
-		default:
-			return fmt.Errorf("%q: want afpacket, afxdp or netmap", val)
-		}
-	case "workers":
-		c.Workers, err = atoiRange(val, 1, 64)
-	case "lan.interface":
-		c.LANInterface = val
-	case "lan.address":
-		c.LANAddr, err = netip.ParsePrefix(val)
-		if err == nil && (!c.LANAddr.Addr().Is4() || c.LANAddr.Bits() < 8 || c.LANAddr.Bits() > 30) {
-			err = fmt.Errorf("%q: want an IPv4 address with a /8../30 prefix", val)
-		}
-	case "wan.interface":
-		c.WANInterface = val
-	case "lan.ipv6_prefix":
-		c.LAN6Prefix, err = netip.ParsePrefix(val)
-		if err == nil && (!c.LAN6Prefix.Addr().Is6() || c.LAN6Prefix.Addr().Is4In6() || c.LAN6Prefix.Bits() != 64) {
-			err = fmt.Errorf("%q: want an IPv6 /64 (hosts number themselves in it by SLAAC)", val)
-		}
-		c.LAN6Prefix = c.LAN6Prefix.Masked()
-		if a := c.LAN6Prefix.Addr(); err == nil && (!a.IsGlobalUnicast() || a.IsLinkLocalUnicast()) {
-			err = fmt.Errorf("%q: want a global unicast prefix", val)
-		}
-	case "lan.ipv6_subnet":
-		c.LAN6Subnet, err = atoiRange(val, 0, 65535)
-	case "lan.ipv6_dns":
-		for _, f := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' }) {
-			a, perr := netip.ParseAddr(f)
-			if perr != nil || !a.Is6() || a.Is4In6() {
-				return fmt.Errorf("%q: want IPv6 addresses", f)
-			}
-			c.LAN6DNS = append(c.LAN6DNS, a)
-		}
-	case "ipv6.firewall":
-		switch val {
-		case "on", "yes":
-			c.NoFirewall6 = false
-		case "off", "no":
-			c.NoFirewall6 = true
-		default:
-			return fmt.Errorf("%q: want on or off", val)
-		}
-	case "ipv6.ipsec":
-		switch val {
-		case "on", "yes":
-			c.NoIPsec6 = false
-		case "off", "no":
-			c.NoIPsec6 = true
-		default:
-			return fmt.Errorf("%q: want on or off", val)
-		}
-	case "ipv6.allow":
-		var a dataplane.Allow6
-		a, err = parseAllow6(val)
-		c.Allow6 = append(c.Allow6, a)
-	case "pppoe.dhcpv6_pd":
-		switch val {
-		case "off", "no":
-			c.PD = false
-		case "on", "yes":
-			c.PD = true
-		default:
-			c.PD = true
-			c.PDHint, err = atoiRange(strings.TrimPrefix(val, "/"), 32, 64)
-			if err != nil {
-				err = fmt.Errorf("%q: want on, off or the prefix length to ask for (e.g. 56)", val)
-			}
-		}
-	case "wan.vlan":
-		var v int
-		v, err = atoiRange(val, 0, 4094)
-		c.PPPoE.VLAN = uint16(v)
-	case "wan.vlan_prio":
-		var v int
-		v, err = atoiRange(val, 0, 7)
-		c.PPPoE.VLANPrio = uint8(v)
-	case "pppoe.user":
-		c.PPPoE.Username = val
-	case "pppoe.password":
-		c.PPPoE.Password = val
-	case "pppoe.service":
-		c.PPPoE.ServiceName = val
-	case "pppoe.ac_name":
-		c.PPPoE.ACName = val
-	case "pppoe.mtu":
-		c.PPPoE.MTU, err = atoiRange(val, 576, 1500)
-	case "pppoe.state":
-		c.PPPoE.StatePath = val
-	case "pppoe.resolv":
-		c.ResolvFile = val
-	case "pppoe.up_script":
-		c.UpScript = val
-	case "pppoe.down_script":
-		c.DownScript = val
-	case "lan.ipv6_script":
-		c.IPv6Script = val
-	case "pppoe.echo_interval":
-		c.PPPoE.EchoInterval, err = time.ParseDuration(val)
-	case "pppoe.echo_failures":
-		c.PPPoE.EchoFailures, err = atoiRange(val, 1, 100)
-	case "pppoe.auth":
-		switch val {
-		case "any":
-			c.PPPoE.Auth = pppoe.AuthAny
-		case "pap":
-			c.PPPoE.Auth = pppoe.AuthPAP
-		case "chap":
-			c.PPPoE.Auth = pppoe.AuthCHAPMD5
-		case "mschapv2":
-			c.PPPoE.Auth = pppoe.AuthMSCHAPv2
-		default:
-			return fmt.Errorf("%q: want any, pap, chap or mschapv2", val)
-		}
-	case "shaper.up":
-		c.Up, err = shaper.ParseSpec(val)
-	case "shaper.down":
-		c.Down, err = shaper.ParseSpec(val)
-	case "nat.ports":
-		lo, hi, ok := strings.Cut(val, "-")
-		var l, h int
-		if l, err = atoiRange(lo, 1, 65535); err == nil && ok {
-			h, err = atoiRange(hi, l+1, 65535)
-		} else if !ok {
-			err = fmt.Errorf("%q: want LO-HI", val)
-		}
-		c.PortLo, c.PortHi = uint16(l), uint16(h)
-	case "nat.capacity":
-		c.NAT.Capacity, err = atoiRange(val, 64, 1<<26)
-	case "nat.max_per_host":
-		c.NAT.MaxPerHost, err = atoiRange(val, 0, 1<<26)
-	case "nat.filtering":
-		switch val {
-		case "eif", "endpoint-independent":
-			c.NAT.Filtering = nat.EndpointIndependent
-		case "adf", "address-dependent":
-			c.NAT.Filtering = nat.AddressDependent
-		default:
-			return fmt.Errorf("%q: want eif or adf", val)
-		}
-	case "nat.forward":
-		var f nat.Forward
-		f, err = parseForward(val)
-		c.NAT.Forwards = append(c.NAT.Forwards, f)
-	case "host.tap":
-		c.HostTap = val
-	case "stats.interval":
-		c.StatsInterval, err = time.ParseDuration(val)
-	case "stats.file":
-		c.StatsFile = val
-	default:
-		return fmt.Errorf("unknown key")
-	}
-	return err
 }
 
 // parseAllow6 reads "tcp|udp PORT HOST" or "any HOST"; HOST is an IPv6
@@ -368,44 +283,71 @@ func atoiRange(s string, lo, hi int) (int, error) {
 	return v, nil
 }
 
-// Validate checks that the required keys are present and consistent.
+// Validate checks that the required keys are present and that keys
+// agree with each other. Its errors name the key, the line it is on (for
+// a Config that ParseConfig made) and what is allowed.
 func (c *Config) Validate() error {
-	switch {
-	case c.LANInterface == "":
-		return fmt.Errorf("lan.interface is required")
-	case c.WANInterface == "":
-		return fmt.Errorf("wan.interface is required")
-	case !c.LANAddr.IsValid():
-		return fmt.Errorf("lan.address is required")
-	case c.PPPoE.Username == "":
-		return fmt.Errorf("pppoe.user is required")
-	case int(c.PortHi)-int(c.PortLo) < 2*c.Workers-1:
-		// Ports are dealt to workers in pairs (nat.PortOwner).
-		return fmt.Errorf("nat.ports: %d workers need a range of at least %d ports", c.Workers, 2*c.Workers)
-	}
-	if c.PD && c.LAN6Prefix.IsValid() {
-		return fmt.Errorf("lan.ipv6_prefix and pppoe.dhcpv6_pd: choose one")
-	}
-	if c.LAN6Subnet != 0 && !c.PD {
-		return fmt.Errorf("lan.ipv6_subnet needs pppoe.dhcpv6_pd")
-	}
-	if !c.IPv6() && (len(c.LAN6DNS) > 0 || len(c.Allow6) > 0 || c.IPv6Script != "") {
-		return fmt.Errorf("lan.ipv6_dns, lan.ipv6_script and ipv6.allow need IPv6 on (lan.ipv6_prefix or pppoe.dhcpv6_pd)")
-	}
-	if c.PDHint != 0 && c.LAN6Subnet >= 1<<(64-c.PDHint) {
-		return fmt.Errorf("lan.ipv6_subnet %d does not fit a /%d", c.LAN6Subnet, c.PDHint)
-	}
-	for _, f := range c.NAT.Forwards {
-		if !c.contains(f.LANAddr) {
-			return fmt.Errorf("nat.forward to %s: not in lan.address's prefix", addrString(f.LANAddr))
+	for _, req := range []struct {
+		key, what string
+		ok        bool
+	}{
+		{"lan.interface", "the LAN port's interface name (e.g. eth1)", c.LANInterface != ""},
+		{"wan.interface", "the WAN port's interface name (e.g. eth0)", c.WANInterface != ""},
+		{"lan.address", "the router's LAN address and prefix (e.g. 192.168.1.1/24)", c.LANAddr.IsValid()},
+		{"pppoe.user", "the PPPoE login name", c.PPPoE.Username != ""},
+	} {
+		if !req.ok {
+			return fmt.Errorf("%s is required (%s): give %s", req.key, c.at(req.key, 0), req.what)
 		}
 	}
-	for _, sp := range []shaper.Spec{c.Up, c.Down} {
-		if err := sp.Config.Validate(); err != nil {
-			return err
+	if int(c.PortHi)-int(c.PortLo) < 2*c.Workers-1 {
+		// Ports are dealt to workers in pairs (nat.PortOwner).
+		key := "nat.ports"
+		if len(c.lines[key]) == 0 {
+			key = "workers"
+		}
+		return fmt.Errorf("%s: nat.ports %d-%d is too small for workers %d: allowed: a range of at least %d ports (2 per worker)",
+			c.at(key, 0), c.PortLo, c.PortHi, c.Workers, 2*c.Workers)
+	}
+	if c.PD && c.LAN6Prefix.IsValid() {
+		return fmt.Errorf("%s: lan.ipv6_prefix and pppoe.dhcpv6_pd (%s): choose one: a static LAN prefix or a delegated one",
+			c.at("lan.ipv6_prefix", 0), c.at("pppoe.dhcpv6_pd", 0))
+	}
+	if c.LAN6Subnet != 0 && !c.PD {
+		return fmt.Errorf("%s: lan.ipv6_subnet needs pppoe.dhcpv6_pd on (it numbers a /64 of the delegated prefix)", c.at("lan.ipv6_subnet", 0))
+	}
+	if !c.IPv6() {
+		for _, key := range []string{"lan.ipv6_dns", "lan.ipv6_script", "ipv6.allow"} {
+			if c.keySet(key) {
+				return fmt.Errorf("%s: %s needs IPv6 on: set lan.ipv6_prefix or pppoe.dhcpv6_pd", c.at(key, 0), key)
+			}
+		}
+	}
+	if c.PDHint != 0 && c.LAN6Subnet >= 1<<(64-c.PDHint) {
+		return fmt.Errorf("%s: lan.ipv6_subnet %d does not fit a /%d (pppoe.dhcpv6_pd): allowed: 0..%d",
+			c.at("lan.ipv6_subnet", 0), c.LAN6Subnet, c.PDHint, 1<<(64-c.PDHint)-1)
+	}
+	for i, f := range c.NAT.Forwards {
+		if !c.contains(f.LANAddr) {
+			return fmt.Errorf("%s: nat.forward to %s: not in lan.address's prefix %s: allowed: a LAN host's address",
+				c.at("nat.forward", i), addrString(f.LANAddr), c.LANAddr.Masked())
+		}
+	}
+	for _, k := range []struct {
+		key string
+		sp  shaper.Spec
+	}{{"shaper.up", c.Up}, {"shaper.down", c.Down}} {
+		if err := k.sp.Config.Validate(); err != nil {
+			return fmt.Errorf("%s: %s: %v; allowed: %s", c.at(k.key, 0), k.key, err, keyIndex[k.key].Allowed)
 		}
 	}
 	return nil
+}
+
+// keySet reports whether key has a value (given in the file, or set in
+// code).
+func (c *Config) keySet(key string) bool {
+	return len(c.lines[key]) > 0 || keyIndex[key].v.text(c) != nil
 }
 
 // CheckConfigFile returns an error naming what is wrong with the

@@ -30,20 +30,34 @@ func TestConfigErrors(t *testing.T) {
 	base := "lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n"
 	cases := []struct{ text, want string }{
 		{base + "workers 0\n", "line 5: workers"},
-		{base + "bogus 1\n", "unknown key"},
-		{base + "workers 2\nworkers 3\n", "given twice"},
-		{base + "nat.forward tcp 80 10.0.1.5:80\n", "not in lan.address"},
+		{base + "bogus 1\n", "line 5: unknown key \"bogus\" (pppfwd.conf.example"},
+		{base + "worker 2\n", "did you mean workers?"},
+		{base + "user x\n", "did you mean pppoe.user?"},
+		{base + "interface x\n", "did you mean lan.interface or wan.interface?"},
+		{base + "shaper.upp bandwidth 1mbit\n", "did you mean shaper.up?"},
+		{base + "workers 2\nworkers 3\n", "line 6: workers given twice (first on line 5): allowed once"},
+		{base + "nat.forward tcp 80 10.0.0.5:80\nnat.forward tcp 81 10.0.1.5:80\n", "line 6: nat.forward to 10.0.1.5: not in lan.address's prefix 10.0.0.0/24"},
 		{base + "nat.forward icmp 80 10.0.0.5:80\n", "protocol"},
-		{base + "shaper.down bandwidth lots\n", "shaper.down"},
+		{base + "shaper.down bandwidth lots\n", "line 5: shaper.down: "},
 		{base + "lan.address 10.0.0.1/31\n", "given twice"},
-		{"wan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n", "lan.interface is required"},
-		{base + "nat.ports 2000-1000\n", "nat.ports"},
-		{base + "pppoe.mtu 9000\n", "out of range"},
-		{base + "keyonly\n", "no value"},
-		{base + "pppoe.auth mschap\n", "want any, pap, chap or mschapv2"},
+		{"wan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n", "lan.interface is required (not in the file): give the LAN port's interface name"},
+		{base + "workers 8\nnat.ports 2000-2010\n", "line 6: nat.ports 2000-2010 is too small for workers 8: allowed: a range of at least 16 ports"},
+		{base + "workers 64\n", ""},
+		{base + "nat.ports 2000-1000\n", "line 5: nat.ports: 1000 out of range 2001..65535; allowed: LO-HI"},
+		{base + "pppoe.mtu 9000\n", "line 5: pppoe.mtu: 9000 out of range 576..1500; allowed: 576..1500"},
+		{base + "keyonly\n", "line 5: keyonly has no value"},
+		{base + "workers #3\n", "line 5: workers has no value"},
+		{base + "= 3\n", "line 5: a line starts with '='"},
+		{base + "pppoe.auth mschap\n", "line 5: pppoe.auth: unknown value \"mschap\"; allowed: any | pap | chap | mschapv2"},
 	}
 	for _, c := range cases {
 		_, err := ParseConfig(strings.NewReader(c.text))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.text, err)
+			}
+			continue
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.text, err, c.want)
 		}
@@ -74,18 +88,18 @@ func TestConfigIPv6(t *testing.T) {
 	for _, c := range []struct{ text, want string }{
 		{base + "lan.ipv6_prefix 2001:db8::/48\n", "want an IPv6 /64"},
 		{base + "lan.ipv6_prefix 10.0.0.0/8\n", "want an IPv6 /64"},
-		{base + "lan.ipv6_prefix 2001:db8::/64\npppoe.dhcpv6_pd on\n", "choose one"},
-		{base + "lan.ipv6_subnet 3\n", "needs pppoe.dhcpv6_pd"},
-		{base + "pppoe.dhcpv6_pd 60\nlan.ipv6_subnet 16\n", "does not fit a /60"},
+		{base + "lan.ipv6_prefix 2001:db8::/64\npppoe.dhcpv6_pd on\n", "line 5: lan.ipv6_prefix and pppoe.dhcpv6_pd (line 6): choose one"},
+		{base + "lan.ipv6_subnet 3\n", "line 5: lan.ipv6_subnet needs pppoe.dhcpv6_pd on"},
+		{base + "pppoe.dhcpv6_pd 60\nlan.ipv6_subnet 16\n", "line 6: lan.ipv6_subnet 16 does not fit a /60 (pppoe.dhcpv6_pd): allowed: 0..15"},
 		{base + "pppoe.dhcpv6_pd 70\n", "want on, off or the prefix length"},
 		{base + "lan.ipv6_dns 192.0.2.1\n", "want IPv6 addresses"},
 		{base + "lan.ipv6_prefix fe80::/64\n", "global unicast"},
 		{base + "lan.ipv6_prefix ff00::/64\n", "global unicast"},
 		{base + "lan.ipv6_prefix ::/64\n", "global unicast"},
-		{base + "lan.ipv6_dns 2001:db8::53\n", "need IPv6 on"},
-		{base + "ipv6.allow tcp 22 any\n", "need IPv6 on"},
-		{base + "ipv6.firewall maybe\n", "want on or off"},
-		{base + "ipv6.ipsec maybe\n", "want on or off"},
+		{base + "lan.ipv6_dns 2001:db8::53\n", "line 5: lan.ipv6_dns needs IPv6 on: set lan.ipv6_prefix or pppoe.dhcpv6_pd"},
+		{base + "ipv6.allow tcp 22 any\n", "line 5: ipv6.allow needs IPv6 on"},
+		{base + "ipv6.firewall maybe\n", "unknown value \"maybe\"; allowed: on | off"},
+		{base + "ipv6.ipsec maybe\n", "unknown value \"maybe\"; allowed: on | off"},
 		{base + "ipv6.allow tcp 443\n", "want tcp|udp PORT HOST"},
 		{base + "ipv6.allow udp 0 any\n", "out of range"},
 		{base + "ipv6.allow tcp 22 10.0.0.5\n", "want an IPv6 address"},

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os/exec"
 	"reflect"
-	"slices"
 	"sync"
 	"time"
 
@@ -250,19 +249,10 @@ func (r *Router) Reload(cfg *Config) (applied, restart []string, err error) {
 		}
 		r.cfg.Up.Rate, r.cfg.Down.Rate = cfg.Up.Rate, cfg.Down.Rate
 	}
-	// Everything else needs a restart: name the keys whose values differ.
-	nc := *cfg
-	for _, c := range []*Config{&old, &nc} { // hooks a caller may set in code
-		c.PPPoE.Deliver, c.PPPoE.Rand, c.PPPoE.Logf = nil, nil, nil
-	}
-	ov, nv := reflect.ValueOf(old), reflect.ValueOf(nc)
-	for i := 0; i < ov.NumField(); i++ {
-		f := ov.Type().Field(i)
-		key := f.Tag.Get("key")
-		if !f.IsExported() || f.Name == "Up" || f.Name == "Down" || slices.Contains(restart, key) {
-			continue
-		}
-		if !reflect.DeepEqual(ov.Field(i).Interface(), nv.Field(i).Interface()) {
+	// Everything else needs a restart: name the keys whose values differ
+	// (the key table's diff); the reloadable ones were handled above.
+	for _, key := range ChangedKeys(&old, cfg) {
+		if !KeyReloadable(key) {
 			restart = append(restart, key)
 		}
 	}
