@@ -36,6 +36,7 @@ type Router struct {
 	reloadMu sync.Mutex
 	logf     func(format string, args ...any)
 	undo     []func() // NIC settings OpenPort made, undone after the ports close
+	obsState          // status, control socket, metrics, logs (status.go, ctlsock.go, metrics.go, logging.go)
 }
 
 // Ports are already-open LAN and WAN ports (for labs and tests that open
@@ -129,7 +130,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 	pc := cfg.PPPoE
 	pc.IPv6 = pc.IPv6 || cfg.IPv6()
 	pc.Logf = logf
-	r.cli = pppoe.NewClient(pc, r.ctl.WANConn(), r.publish)
+	r.cli = pppoe.NewClient(pc, r.traceConn(r.ctl.WANConn()), r.publish)
 	r.hooks = newHooks(cfg, logf)
 	return r, nil
 }
@@ -162,6 +163,11 @@ var _ pppoe.Conn = control.WANConn{}
 // Run forwards until ctx is done, then ends the session cleanly (LCP
 // Terminate, PADT), stops the workers and closes the ports.
 func (r *Router) Run(ctx context.Context) error {
+	if err := r.ListenObs(); err != nil {
+		r.Close()
+		return err
+	}
+	r.e.PublishDetail() // NAT and shaper figures for the snapshot (status.go)
 	r.e.Start()
 	if l6 := r.e.LAN6(); l6 != nil && !r.cfg.PD {
 		r.hooks.publish6(lan6Hook(l6, "", r.cfg.dns6())) // a static prefix: up from the start
@@ -174,7 +180,8 @@ func (r *Router) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.pd.run(ctlCtx) }()
 	}
-	if r.cfg.StatsInterval > 0 || r.cfg.StatsFile != "" {
+	r.runObs(ctlCtx, &wg)
+	if r.cfg.StatsInterval > 0 || r.cfg.StatsFile != "" || r.obs.MetricsTextfile != "" {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.statsLoop(ctlCtx) }()
 	}
@@ -266,8 +273,15 @@ func (r *Router) statsLoop(ctx context.Context) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var lastErr string
+	var lastErr, lastMetricsErr string
 	writeFile := func() {
+		if r.obs.MetricsTextfile != "" {
+			err := r.WriteMetricsFile(r.obs.MetricsTextfile)
+			if msg := fmt.Sprint(err); err != nil && msg != lastMetricsErr {
+				r.logf("pppfwd: %v", err)
+			}
+			lastMetricsErr = fmt.Sprint(err)
+		}
 		if r.cfg.StatsFile == "" {
 			return
 		}
@@ -302,20 +316,32 @@ type Stats struct {
 	State     string    `json:"state"`
 	SessionID uint16    `json:"session_id,omitempty"`
 	// The session's figures, while it is up.
-	Local         string            `json:"local,omitempty"`
-	Peer          string            `json:"peer,omitempty"`
-	MTU           int               `json:"mtu,omitempty"`
-	UpSince       time.Time         `json:"up_since,omitzero"`
-	EchoRTTMs     float64           `json:"lcp_echo_rtt_ms,omitempty"`
-	LastError     string            `json:"last_error,omitempty"`
-	SessionsUp    uint64            `json:"sessions_up"` // sessions brought up since start
-	Counters      StatsCounters     `json:"counters"`
-	Drops         map[string]uint64 `json:"drops"`
-	Control       control.Stats     `json:"control"`
-	ShaperUpBps   uint64            `json:"shaper_up_bps"`
-	ShaperDownBps uint64            `json:"shaper_down_bps"`
-	LAN6          string            `json:"lan6_prefix,omitempty"` // the LAN's IPv6 prefix, while there is one
-	PD            *PDStats          `json:"dhcpv6_pd,omitempty"`
+	Local      string    `json:"local,omitempty"`
+	Peer       string    `json:"peer,omitempty"`
+	MTU        int       `json:"mtu,omitempty"`
+	UpSince    time.Time `json:"up_since,omitzero"`
+	EchoRTTMs  float64   `json:"lcp_echo_rtt_ms,omitempty"`
+	LastError  string    `json:"last_error,omitempty"`
+	SessionsUp uint64    `json:"sessions_up"` // sessions brought up since start
+	// The access concentrator of the session (or of the last offer
+	// chosen) and the authentication protocol in use.
+	ACName    string `json:"ac_name,omitempty"`
+	ACMAC     string `json:"ac_mac,omitempty"`
+	AuthProto string `json:"auth,omitempty"`
+	// Workers are the per-worker figures; their rates are over the last
+	// SampleSeconds (0 in a snapshot taken without a previous one).
+	Workers       []WorkerStats `json:"workers"`
+	SampleSeconds float64       `json:"sample_seconds"`
+	// ControlRefused counts control socket connections refused for
+	// coming from another user.
+	ControlRefused uint64            `json:"control_refused"`
+	Counters       StatsCounters     `json:"counters"`
+	Drops          map[string]uint64 `json:"drops"`
+	Control        control.Stats     `json:"control"`
+	ShaperUpBps    uint64            `json:"shaper_up_bps"`
+	ShaperDownBps  uint64            `json:"shaper_down_bps"`
+	LAN6           string            `json:"lan6_prefix,omitempty"` // the LAN's IPv6 prefix, while there is one
+	PD             *PDStats          `json:"dhcpv6_pd,omitempty"`
 	// PPPoE is the client's counters (discovery, echo, write errors,
 	// refused offers, addresses and PAP).
 	PPPoE pppoe.ClientCounters `json:"pppoe"`
@@ -341,10 +367,25 @@ type StatsCounters struct {
 	IPv6Up        uint64 `json:"ipv6_up"`
 	IPv6Down      uint64 `json:"ipv6_down"`
 	Drops         uint64 `json:"drops"`
+	BytesUp       uint64 `json:"bytes_up"`   // IP bytes forwarded to the session
+	BytesDown     uint64 `json:"bytes_down"` // ... and to the LAN
 }
 
-// Stats returns the router's current figures.
+// Stats returns the router's figures: while Run runs, the snapshot it
+// takes every second (the one the control socket, the metrics and
+// stats.file all show; its maps and slices are shared and must not be
+// changed); otherwise figures collected now.
 func (r *Router) Stats() Stats {
+	if p := r.snap.Load(); p != nil {
+		return *p
+	}
+	s, _ := r.snapshot(nil)
+	return s
+}
+
+// freshStats collects the router-wide figures now (snapshot adds the
+// workers').
+func (r *Router) freshStats() Stats {
 	st := r.cli.Status()
 	c := r.e.Totals()
 	up, down := r.e.Rates()
@@ -353,8 +394,10 @@ func (r *Router) Stats() Stats {
 		Counters: StatsCounters{RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
 			Exception: c.Exception, ICMPSent: c.ICMPSent, Clamped: c.Clamped, Redirected: c.Redirected,
 			Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls,
-			IPv6Up: c.IPv6Up, IPv6Down: c.IPv6Down, Drops: c.TotalDrops()},
-		ShaperUpBps: up, ShaperDownBps: down, PPPoE: st.Counters,
+			IPv6Up: c.IPv6Up, IPv6Down: c.IPv6Down, Drops: c.TotalDrops(),
+			BytesUp: c.BytesUp, BytesDown: c.BytesDown},
+		ShaperUpBps: up, ShaperDownBps: down, PPPoE: st.Counters, ControlRefused: r.refused.Load(),
+		ACName: st.ACName, ACMAC: macString(st.ACMAC),
 		NATEntries: r.e.NATEntries(), RingFull: r.e.RingFullDrops()}
 	if l6 := r.e.LAN6(); l6 != nil {
 		s.LAN6 = addr6String(l6.Prefix) + "/64"
@@ -366,6 +409,7 @@ func (r *Router) Stats() Stats {
 		s.SessionID, s.MTU, s.UpSince = st.SessionID, st.MTU, st.UpSince
 		s.Local, s.Peer = addrString(st.LocalAddr), addrString(st.PeerAddr)
 		s.EchoRTTMs = float64(st.EchoRTT.Microseconds()) / 1000
+		s.AuthProto = st.AuthProto.String()
 	}
 	return s
 }
@@ -407,4 +451,3 @@ func ifaceMAC(name string) ([6]byte, error) {
 	}
 	return [6]byte(ifi.HardwareAddr), nil
 }
-

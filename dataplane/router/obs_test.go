@@ -1,0 +1,259 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pppfwd/pppfwd/nic/memport"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// runObsRouter runs a router over memports (no AC: the client keeps
+// discovering) with the given observation settings.
+func runObsRouter(t *testing.T, extra string, o ObsConfig) (*Router, *memport.Port, string) {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pppfwd.conf")
+	conf := "lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\nshaper.up bandwidth 40mbit\n" + extra
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig(strings.NewReader(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lan := memport.New("lan", 1, 64)
+	r, err := Open(cfg, Ports{LAN: lan, WAN: memport.New("wan", 1, 64), LANMAC: [6]byte{2, 0, 0, 0, 0, 1}}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetObs(o)
+	r.SetConfigFile(file)
+	if err := r.ListenObs(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return r, lan, file
+}
+
+// TestControlSocket: status (JSON, with the snapshot's figures), reload
+// (what was applied, what needs a restart), an unknown command, and a
+// connection from a user other than the admitted one is refused and
+// counted. The socket is owner-only and gone after Run.
+func TestControlSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "ctl.sock")
+	r, lan, file := runObsRouter(t, "", ObsConfig{Socket: sock})
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("socket %v (%v), want a socket with mode 0600", fi, err)
+	}
+	lan.Inject(0, make([]byte, 60)) // to another MAC: dropped, counted
+	var resp *CtlResponse
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err = ControlRequest(sock, "status"); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Status.Workers) == 1 && resp.Status.Workers[0].Drops["not_our_mac"] == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	st := resp.Status
+	if st.State != "discovery" || len(st.Workers) != 1 || st.Workers[0].Drops["not_our_mac"] != 1 ||
+		st.Workers[0].ShaperUp == nil || st.Workers[0].ShaperDown != nil || st.Workers[0].NAT.Capacity == 0 {
+		t.Fatalf("status %+v, workers %+v", st, st.Workers)
+	}
+	var text bytes.Buffer
+	WriteStatus(&text, st)
+	for _, want := range []string{"session     discovery", "worker", "not_our_mac=1", "shaper 0 up"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("status text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if err := os.WriteFile(file, []byte("lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\nshaper.up bandwidth 30mbit\nworkers 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = ControlRequest(sock, "reload")
+	if err != nil || len(resp.Applied) != 1 || !strings.HasPrefix(resp.Applied[0], "shaper.up 30000000") ||
+		len(resp.Restart) != 1 || resp.Restart[0] != "workers" {
+		t.Fatalf("reload: %+v, %v", resp, err)
+	}
+	if up, _ := r.Engine().Rates(); up != 30e6 {
+		t.Fatalf("after reload the uplink rate is %d", up)
+	}
+	if _, err := ControlRequest(sock, "bogus"); err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Fatalf("unknown command: %v", err)
+	}
+	// Another user: only uid 4242 is admitted now, and we are not it.
+	other := uint32(4242)
+	r.allowUID = &other
+	resp, err = ControlRequest(sock, "status")
+	if err == nil || !strings.Contains(err.Error(), "permission denied") || resp.Status != nil {
+		t.Fatalf("a stranger got %+v, %v", resp, err)
+	}
+	if n := r.refused.Load(); n != 1 {
+		t.Fatalf("%d refusals counted, want 1", n)
+	}
+}
+
+// TestMetrics: /metrics serves the snapshot with Prometheus names, passes
+// promtool check metrics, and the textfile holds the same families.
+func TestMetrics(t *testing.T) {
+	textfile := filepath.Join(t.TempDir(), "prom", "pppfwd.prom")
+	r, lan, _ := runObsRouter(t, "stats.interval 100ms\n", ObsConfig{MetricsListen: "127.0.0.1:0", MetricsTextfile: textfile})
+	lan.Inject(0, make([]byte, 60))
+	url := "http://" + r.MetricsAddr().String() + "/metrics"
+	var body string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if strings.Contains(body, `pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`) || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range []string{
+		`pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`,
+		`pppfwd_session_info{ac_mac="",ac_name="",auth="",ipv6_prefix="",local="",peer="",session_id="",state="discovery"} 1`,
+		`pppfwd_session_up 0`,
+		`pppfwd_forwarded_bytes_total{direction="up",worker="0"} 0`,
+		`pppfwd_shaper_rate_bytes_per_second{direction="up"} 5e+06`,
+		`pppfwd_shaper_backlog_packets{direction="up",worker="0"} 0`,
+		`# TYPE pppfwd_worker_cpu_seconds_total counter`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if _, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command("promtool", "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	} else if os.Getenv("CI") != "" {
+		t.Error("promtool not installed (scripts/deps.sh installs prometheus)")
+	}
+	var tf []byte
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if tf, _ = os.ReadFile(textfile); bytes.Contains(tf, []byte(`pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`)) {
+			break
+		}
+	}
+	if !bytes.Contains(tf, []byte(`pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`)) || !bytes.Contains(tf, []byte("# TYPE pppfwd_session_info gauge")) {
+		t.Fatalf("textfile:\n%s", tf)
+	}
+}
+
+// TestObsConfigKeys: every key parses its good values and names its bad
+// ones.
+func TestObsConfigKeys(t *testing.T) {
+	for _, c := range []struct {
+		key, val string
+		ok       bool
+	}{
+		{"metrics.listen", "127.0.0.1:9121", true}, {"metrics.listen", "9121", false}, {"metrics.listen", "off", true},
+		{"metrics.textfile", "/var/lib/node_exporter/pppfwd.prom", true},
+		{"control.socket", "/run/x.sock", true}, {"control.socket", "x.sock", false}, {"control.socket", "off", true},
+		{"log.level", "debug", true}, {"log.level", "verbose", false},
+		{"log.format", "json", true}, {"log.format", "xml", false},
+		{"pppoe.reconnect_at", "04:30", true}, {"pppoe.reconnect_at", "24:00", false}, {"pppoe.reconnect_at", "4", false},
+	} {
+		o := DefaultObsConfig()
+		known, err := o.Set(c.key, c.val)
+		if !known || (err == nil) != c.ok {
+			t.Errorf("%s %q: known %v, err %v; want ok %v", c.key, c.val, known, err, c.ok)
+		}
+	}
+	if known, _ := (&ObsConfig{}).Set("nat.ports", "1-2"); known {
+		t.Error("nat.ports taken as an observation key")
+	}
+	loc := time.FixedZone("x", 3600)
+	now := time.Date(2026, 3, 1, 5, 0, 0, 0, loc)
+	if got := nextClock(now, 4, 30); !got.Equal(time.Date(2026, 3, 2, 4, 30, 0, 0, loc)) {
+		t.Errorf("next 04:30 after 05:00 is %v", got)
+	}
+	if got := nextClock(now, 5, 1); !got.Equal(time.Date(2026, 3, 1, 5, 1, 0, 0, loc)) {
+		t.Errorf("next 05:01 after 05:00 is %v", got)
+	}
+}
+
+// TestLogging: the logf adapter turns prefixes into components and
+// warnings into warnings; debug traces control frames without
+// credentials; info leaves them out.
+func TestLogging(t *testing.T) {
+	var buf bytes.Buffer
+	l, err := NewLogger(&buf, ObsConfig{LogLevel: "debug", LogFormat: "json"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Logf(l)("pppfwd: warning: %s", "disk full")
+	Logf(l)("pppoe: session %d up", 7)
+	var lines []map[string]any
+	for _, ln := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(ln), &m); err != nil {
+			t.Fatalf("not JSON: %q", ln)
+		}
+		lines = append(lines, m)
+	}
+	if lines[0]["level"] != "WARN" || lines[0]["msg"] != "disk full" || lines[0]["component"] != "pppfwd" ||
+		lines[1]["level"] != "INFO" || lines[1]["msg"] != "session 7 up" || lines[1]["component"] != "pppoe" {
+		t.Fatalf("log lines %v", lines)
+	}
+	// The trace over a client/server pair: PADI..., LCP, CHAP, IPCP.
+	buf.Reset()
+	r := &Router{}
+	r.SetLogger(l)
+	cc, sc := pppoe.Pipe()
+	srv := pppoe.NewServer(pppoe.ServerConfig{Users: map[string]string{"u": "sekrit"}, LocalAddr: 0x0a000001, PoolFirst: 0x0a00000a, PoolLast: 0x0a000014}, sc)
+	cli := pppoe.NewClient(pppoe.ClientConfig{Username: "u", Password: "sekrit", PADOWait: -1}, r.traceConn(cc), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	sd, cd := make(chan error, 1), make(chan error, 1)
+	go func() { sd <- srv.Run(ctx) }()
+	go func() { cd <- cli.Run(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); cli.Status().State != pppoe.StateUp && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-cd
+	<-sd
+	trace := buf.String()
+	for _, want := range []string{"sent PADI", "rcvd PADO", "sent PADR", "rcvd PADS", "LCP ConfReq id=", "<mru 1492>", "<magic 0x",
+		"rcvd CHAP Challenge", "sent CHAP Response", "rcvd CHAP Success", "IPCP ConfReq", "<addr 10.0.0.10>", "sent PADT"} {
+		if !strings.Contains(trace, want) {
+			t.Errorf("trace lacks %q", want)
+		}
+	}
+	if strings.Contains(trace, "sekrit") {
+		t.Error("the trace shows the password")
+	}
+	// At info the trace is off.
+	buf.Reset()
+	info, _ := NewLogger(&buf, ObsConfig{LogLevel: "info"}, false)
+	r.SetLogger(info)
+	r.traceConn(cc).(traceConn).trace("sent", []byte{1, 2, 3})
+	if buf.Len() != 0 {
+		t.Fatalf("info level traced: %s", buf.String())
+	}
+}
