@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/pppfwd/pppfwd/dataplane/router"
@@ -37,18 +39,53 @@ func reload(r *router.Router, file string, logf func(string, ...any)) {
 	}
 }
 
+const runUsage = `Usage: pppfwd run [-c FILE] [-check [-v]]
+
+Runs the router on the ports FILE configures (see pppfwd.conf.example).
+SIGINT/SIGTERM end the session (LCP Terminate, PADT) and exit 0; SIGHUP
+re-reads FILE and applies new shaper rates with the session up.
+
+Flags:
+  -c, -config FILE  configuration file (default /etc/pppfwd.conf)
+  -check            check FILE (syntax, keys, values) and its interfaces (they exist, differ,
+                    and hold no kernel address but link-local), then exit
+  -v                with -check: print the effective configuration (defaults included,
+                    secrets as ******, rates in bit/s)
+
+Exit status: 0 clean, 1 runtime failure, 2 bad configuration or usage.
+`
+
 func runMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pppfwd run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	conf := fs.String("config", "/etc/pppfwd.conf", "configuration file (see pppfwd.conf.example)")
-	check := fs.Bool("check", false, "parse the configuration and exit")
+	fs.Usage = func() {} // printed below: on stdout when asked for, on stderr after an error
+	var conf string
+	fs.StringVar(&conf, "config", "/etc/pppfwd.conf", "configuration file")
+	fs.StringVar(&conf, "c", "/etc/pppfwd.conf", "configuration file (short for -config)")
+	check := fs.Bool("check", false, "check the configuration and the interfaces, then exit")
+	verbose := fs.Bool("v", false, "with -check: print the effective configuration")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, runUsage)
+			return exitOK
+		}
+		fmt.Fprint(stderr, runUsage)
+		return exitUsage
 	}
-	f, err := os.Open(*conf)
+	// The flag package stops at the first argument that is not a flag:
+	// "pppfwd run FILE -check" would otherwise run /etc/pppfwd.conf.
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "pppfwd run: unexpected argument %q (flags come first; the file is given with -c FILE)\n%s", fs.Arg(0), runUsage)
+		return exitUsage
+	}
+	if *verbose && !*check {
+		fmt.Fprintf(stderr, "pppfwd run: -v needs -check\n%s", runUsage)
+		return exitUsage
+	}
+	f, err := os.Open(conf)
 	if err != nil {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
-		return 1
+		return exitUsage
 	}
 	// The permissions of the file opened, not of whatever the name points
 	// at by the time they would be checked.
@@ -56,25 +93,42 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		f.Close()
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
-		return 1
+		return exitUsage
 	}
 	cfg, err := router.ParseConfig(f)
 	f.Close()
 	if err != nil {
-		fmt.Fprintf(stderr, "pppfwd: %s: %v\n", *conf, err)
-		return 1
+		fmt.Fprintf(stderr, "pppfwd: %s: %v\n", conf, err)
+		return exitUsage
 	}
-	permErr := router.CheckConfigFile(*conf, fi)
+	permErr := router.CheckConfigFile(conf, fi)
+	ifErr := cfg.CheckInterfaces()
 	if *check {
 		if permErr != nil {
 			fmt.Fprintf(stderr, "pppfwd: warning: %v\n", permErr)
 		}
-		fmt.Fprintf(stdout, "%s: ok\n", *conf)
-		return 0
+		if ifErr != nil {
+			fmt.Fprintf(stderr, "pppfwd: %s: %s\n", conf, strings.ReplaceAll(ifErr.Error(), "\n", "\n  "))
+			return exitUsage
+		}
+		if *verbose {
+			for _, l := range cfg.Describe() {
+				fmt.Fprintln(stdout, l)
+			}
+		}
+		fmt.Fprintf(stdout, "%s: ok\n", conf)
+		return exitOK
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	if permErr != nil {
 		logger.Printf("pppfwd: warning: %v", permErr)
+	}
+	if ifErr != nil {
+		// Opening the ports reports a missing one; a kernel address is
+		// worth a warning only (the lab and tests may share a port).
+		for _, l := range strings.Split(ifErr.Error(), "\n") {
+			logger.Printf("pppfwd: warning: %s: %s", conf, l)
+		}
 	}
 	// SIGHUP re-reads the configuration and applies what can change with
 	// the session up (the shaper rates); caught from here on, so one that
@@ -85,7 +139,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	r, err := router.Open(cfg, router.Ports{}, logger.Printf)
 	if err != nil {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
-		return 1
+		return exitFailure
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -95,13 +149,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				reload(r, *conf, logger.Printf)
+				reload(r, conf, logger.Printf)
 			}
 		}
 	}()
 	if err := r.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
-		return 1
+		return exitFailure
 	}
-	return 0
+	return exitOK
 }
