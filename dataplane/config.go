@@ -67,6 +67,39 @@ type Config struct {
 	// (2 ms; negative: never drop, hold back however long, for replayed
 	// traffic whose source cannot overrun).
 	SteerWait time.Duration
+	// Poll is the polling threads' idle policy (PollAdaptive).
+	Poll PollMode
+}
+
+// PollMode is what a polling thread (a worker, the steering thread) does
+// when a poll finds no work.
+type PollMode uint8
+
+const (
+	// PollAdaptive spins while frames keep coming, for a budget of empty
+	// polls that doubles when a spin ends in work and halves when it ends
+	// in sleep, then sleeps in the kernel on its ports and doorbell until
+	// a frame arrives or a timer it owns is due. The default: an idle
+	// router makes almost no wakeups, a busy one does not pay a wakeup
+	// per batch.
+	PollAdaptive PollMode = iota
+	// PollBusy never sleeps: the lowest latency, a whole core per thread
+	// whatever the load (for benchmarks and dedicated boxes).
+	PollBusy
+	// PollBlock sleeps as soon as a poll finds nothing: the fewest
+	// cycles, a wakeup per burst (for boxes that run other work).
+	PollBlock
+)
+
+// String returns the policy's config word.
+func (m PollMode) String() string {
+	switch m {
+	case PollBusy:
+		return "busy"
+	case PollBlock:
+		return "block"
+	}
+	return "adaptive"
 }
 
 // SteerMode chooses the steering thread.

@@ -35,6 +35,13 @@ type Engine struct {
 	shared
 	neighMu sync.Mutex
 
+	// wakers[k] is worker k's, wakers[Workers] the steering thread's
+	// (SteerThread), ctlWaker the control plane's: producers wake the
+	// consumer of a link they pushed into (pipe.wake).
+	wakers   []waker
+	ctlWaker waker
+	bells    bool // the wakers' bells exist (made by the first Start)
+
 	steerLinks []*pipe   // steering -> worker k
 	redirect   [][]*pipe // worker i -> worker j
 	excLinks   []*pipe   // worker k -> control (LAN exceptions)
@@ -94,24 +101,26 @@ func New(cfg Config) (*Engine, error) {
 	// Control, exception and injection links carry little; they still
 	// hold whole batches.
 	small := max(cfg.RingSize/4, 2*cfg.Batch)
+	e.wakers = make([]waker, n+1)
+	e.ctlWaker.ch = make(chan struct{}, 1)
 	e.steerLinks = make([]*pipe, n)
 	e.excLinks = make([]*pipe, n)
 	e.redirect = make([][]*pipe, n)
 	for i := 0; i < n; i++ {
-		e.steerLinks[i] = newPipe(cfg.RingSize)
-		e.excLinks[i] = newPipe(small)
+		e.steerLinks[i] = newPipe(cfg.RingSize, &e.wakers[i])
+		e.excLinks[i] = newPipe(small, &e.ctlWaker)
 		e.redirect[i] = make([]*pipe, n)
 		for j := 0; j < n; j++ {
 			if i != j {
-				e.redirect[i][j] = newPipe(cfg.RingSize)
+				e.redirect[i][j] = newPipe(cfg.RingSize, &e.wakers[j])
 			}
 		}
 	}
-	e.ctlLink = newPipe(small)
-	e.prioLink = newPipe(small)
+	e.ctlLink = newPipe(small, &e.ctlWaker)
+	e.prioLink = newPipe(small, &e.ctlWaker)
 	e.inject = make([]*pipe, n)
 	for i := range e.inject {
-		e.inject[i] = newPipe(small)
+		e.inject[i] = newPipe(small, &e.wakers[i])
 	}
 	e.injectPool = newFramePool(2*small, 2*small)
 	e.steer = newSteerer(e, &e.steerCounters)
@@ -188,6 +197,7 @@ func (e *Engine) Start() {
 	}
 	e.started = true
 	e.stop.Store(false)
+	e.makeBells()
 	for _, w := range e.workers {
 		e.wg.Add(1)
 		e.ready.Add(1)
@@ -263,6 +273,11 @@ func (e *Engine) Flush(timeout time.Duration) bool {
 // that fail on the way out; pinning failures are in PinErr.
 func (e *Engine) Stop() error {
 	e.stop.Store(true)
+	for i := range e.wakers {
+		if b := e.wakers[i].bell; b != nil {
+			b.Ring() // a sleeping thread sees stop now
+		}
+	}
 	e.wg.Wait()
 	e.started = false
 	return nil
@@ -344,15 +359,18 @@ func (e *Engine) runSteer() {
 	if e.cfg.ThreadCPU != nil {
 		cpu0 = e.cfg.ThreadCPU()
 	}
+	d := e.steer.idler(e.cfg.Poll, &e.wakers[e.cfg.Workers])
 	e.ready.Done()
-	idle := 0
 	for iter := uint(0); !e.stop.Load(); iter++ {
-		if e.steer.poll() == 0 {
-			idle = Backoff(idle)
+		if (d.idle == 0 || !d.canBlock || d.ready()) && e.steer.poll() > 0 {
+			d.busy()
 		} else {
-			idle = 0
+			if d.idle == 0 {
+				e.steerPub.publish(&e.steerCounters)
+			}
+			d.empty(&e.stop)
 		}
-		if publishDue(iter, idle) {
+		if iter&63 == 0 {
 			e.steerPub.publish(&e.steerCounters)
 		}
 	}
@@ -473,6 +491,7 @@ func (e *Engine) Send(d Dir, b []byte) error {
 	for i := range e.inject {
 		k := (e.injectCur + i) % len(e.inject)
 		if e.inject[k].Data.Push([]*nic.Frame{f}) == 1 {
+			e.inject[k].wake.wake()
 			return nil
 		}
 	}
@@ -504,4 +523,51 @@ func (e *Engine) pickInject() {
 // on).
 func (e *Engine) StallWorker(i int, d time.Duration) {
 	e.workers[i].stall.Store(int64(d))
+	e.wakers[i].wake()
 }
+
+// makeBells gives every polling thread's waker a doorbell, once: the
+// bells live as long as the engine (a producer may ring one just after
+// its thread stopped) and are closed when the engine is collected.
+func (e *Engine) makeBells() {
+	if e.bells {
+		return
+	}
+	e.bells = true
+	var bells []*nic.Bell
+	for i := range e.wakers {
+		b, err := nic.NewBell()
+		if err != nil {
+			continue // that thread naps instead of sleeping on a bell
+		}
+		e.wakers[i].bell = b
+		bells = append(bells, b)
+	}
+	runtime.AddCleanup(e, func(bs []*nic.Bell) {
+		for _, b := range bs {
+			b.Close()
+		}
+	}, bells)
+}
+
+// ControlIdle announces that the control plane is about to wait and
+// returns the channel a worker or the steering signals when it hands the
+// control plane a frame; nil means frames already wait (poll again).
+// Call ControlAwake after the wait.
+func (e *Engine) ControlIdle() <-chan struct{} {
+	e.ctlWaker.sleeping.Store(true)
+	if e.prioLink.Data.Len() > 0 || e.ctlLink.Data.Len() > 0 {
+		e.ctlWaker.sleeping.Store(false)
+		return nil
+	}
+	for _, l := range e.excLinks {
+		if l.Data.Len() > 0 {
+			e.ctlWaker.sleeping.Store(false)
+			return nil
+		}
+	}
+	return e.ctlWaker.ch
+}
+
+// ControlAwake ends a wait ControlIdle began.
+func (e *Engine) ControlAwake() { e.ctlWaker.sleeping.Store(false) }

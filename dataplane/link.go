@@ -8,10 +8,16 @@ import "github.com/pppfwd/pppfwd/nic"
 type pipe struct {
 	Data *spscRing
 	Ret  *spscRing
+	// wake is the consumer's: a producer that pushed into Data calls
+	// wake.wake() (frames given back on Ret wake nobody).
+	wake *waker
 }
 
-// newPipe returns a pipe whose data ring holds size frames.
-func newPipe(size int) *pipe { return &pipe{Data: newSPSCRing(size), Ret: newSPSCRing(2 * size)} }
+// newPipe returns a pipe whose data ring holds size frames, consumed by
+// the thread wk wakes.
+func newPipe(size int, wk *waker) *pipe {
+	return &pipe{Data: newSPSCRing(size), Ret: newSPSCRing(2 * size), wake: wk}
+}
 
 // giveBack returns up to owed free frames from pool on l.Ret and returns
 // how many are still owed.

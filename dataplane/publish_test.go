@@ -8,28 +8,9 @@ import (
 	"github.com/pppfwd/pppfwd/nic/memport"
 )
 
-// TestPublishDue pins down when a thread publishes its counters: on the
-// first idle iteration, on every iteration once it backs off (idle >= 64),
-// and every 64th iteration while busy; not on the busy ones in between.
-func TestPublishDue(t *testing.T) {
-	for _, c := range []struct {
-		iter uint
-		idle int
-		want bool
-	}{
-		{0, 0, true}, {64, 0, true}, {128, 5, true},
-		{1, 0, false}, {63, 0, false}, {65, 0, false}, {70, 2, false}, {71, 63, false},
-		{3, 1, true}, {5, 64, true}, {9, 300, true},
-	} {
-		if got := publishDue(c.iter, c.idle); got != c.want {
-			t.Errorf("publishDue(iter %d, idle %d) = %v, want %v", c.iter, c.idle, got, c.want)
-		}
-	}
-}
-
 // TestStartedEngineCountersSettle: a running engine's published counters
 // reach the exact figures once it is quiet, for a burst that arrives while
-// the worker is busy and for one that arrives while it sleeps in Backoff.
+// the worker is busy and for one that arrives while it sleeps.
 func TestStartedEngineCountersSettle(t *testing.T) {
 	lan := memport.New("lan", 1, 1024)
 	wan := memport.New("wan", 1, 64)
@@ -41,7 +22,7 @@ func TestStartedEngineCountersSettle(t *testing.T) {
 	frame[12], frame[13] = 0x08, 0x00
 	want := uint64(0)
 	for _, burst := range []int{700, 3} {
-		time.Sleep(20 * time.Millisecond) // the worker is asleep in Backoff
+		time.Sleep(20 * time.Millisecond) // the worker is asleep
 		for i := 0; i < burst; i++ {
 			if !lan.Inject(0, frame) {
 				t.Fatalf("inject %d of %d failed", i, burst)

@@ -332,6 +332,9 @@ func (s *steerer) push(l *pipe, fs []*nic.Frame) int {
 		return 0
 	}
 	k := l.Data.Push(fs)
+	if k > 0 {
+		l.wake.wake()
+	}
 	if k < len(fs) {
 		s.c.Drops[DropRingFull] += uint64(len(fs) - k)
 		s.pool.PutN(fs[k:])
@@ -381,4 +384,32 @@ func steer6(b []byte, ip, workers int) int {
 		return 0
 	}
 	return flowOwner6(hdr.IPv6(b[ip:]), false, workers)
+}
+
+// idler returns the idle state of a thread running this steering stage
+// on its own (SteerThread), woken by wk.
+func (s *steerer) idler(mode PollMode, wk *waker) *idler {
+	var ports []nic.Port
+	var qs []int
+	for q := 0; q < s.wan.Queues(); q++ {
+		ports, qs = append(ports, s.wan), append(qs, q)
+	}
+	d := newIdler(mode, wk, ports, qs)
+	d.ready = s.rxReady
+	return d
+}
+
+// rxReady reports whether a WAN queue holds a frame (false for a port
+// without nic.Pollable: its idler naps).
+func (s *steerer) rxReady() bool {
+	p, ok := s.wan.(nic.Pollable)
+	if !ok {
+		return false
+	}
+	for q := 0; q < s.wan.Queues(); q++ {
+		if p.RxReady(q) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,39 +1,13 @@
 package dataplane
 
 import (
-	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/hdr"
-	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/shaper"
-)
-
-// sleepIdle is a polling thread's idle sleep. For the first IdleNapFor of
-// idleness it naps IdleNap at a time with nanosleep on the thread
-// (time.Sleep rounds a sub-millisecond sleep up to a millisecond or more,
-// and a packet reaching an idle router would wait that long), then sleeps
-// 1 ms at a time. A nap costs a wakeup: on the lab VM about 20 µs of CPU
-// each, so napping costs about 7 % of a core per thread (measured: 2941
-// wakeups/s) while traffic keeps coming at least every IdleNapFor, and
-// 2 % once idle.
-func sleepIdle(idle int) {
-	if idle-idleSleepFrom < idleNaps {
-		pin.ThreadSleep(IdleNap)
-		return
-	}
-	time.Sleep(time.Millisecond)
-}
-
-// Idle policy (Backoff): spin, then yield, then naps, then 1 ms sleeps.
-const (
-	idleSleepFrom = 256
-	IdleNap       = 250 * time.Microsecond
-	IdleNapFor    = 50 * time.Millisecond
-	idleNaps      = int(IdleNapFor / IdleNap)
 )
 
 // Frame.Flags bits of frames handed between workers (Frame.Kind holds
@@ -94,6 +68,7 @@ type Worker struct {
 	c     Counters
 	pub   counterCell
 	steps uint64
+	wk    *waker // the worker's (Engine.wakers[id])
 	// beat is the worker's step count, for Send to see it making
 	// progress; stall is a pending fault-injection sleep (StallWorker).
 	beat  atomic.Uint64
@@ -134,7 +109,7 @@ func (o downOps) Drop(f *nic.Frame) { o.w.c.Drops[DropShaper]++; o.w.pool.Put(f)
 func newWorker(e *Engine, id int) (*Worker, error) {
 	cfg := &e.cfg
 	w := &Worker{id: id, cfg: cfg, lanMask: cfg.lanMask(), sh: &e.shared,
-		portErr: e.portErr, steerClock: e.steer.clock}
+		portErr: e.portErr, steerClock: e.steer.clock, wk: &e.wakers[id]}
 	w.links = workerLinks{steer: e.steerLinks[id], exc: e.excLinks[id], inject: e.inject[id],
 		redirIn: make([]*pipe, cfg.Workers), redirOut: e.redirect[id]}
 	for j := range w.links.redirIn {
@@ -193,42 +168,110 @@ func (w *Worker) loop(stop *atomic.Bool, ready func()) {
 	if w.cfg.ThreadCPU != nil {
 		cpu0 = w.cfg.ThreadCPU()
 	}
-	idle := 0
 	lanF, _ := w.cfg.LAN.(nic.Flusher)
 	wanF, _ := w.cfg.WAN.(nic.Flusher)
+	d := w.idler()
 	ready()
 	for iter := uint(0); !stop.Load(); iter++ {
-		if w.step() == 0 {
-			if idle == 0 {
-				// Idle: push out anything a port still holds.
+		// After an empty poll, poll again only when a source has work
+		// (no clock read, no system call per empty poll), or always
+		// for ports that cannot tell.
+		if (d.idle == 0 || !d.canBlock || d.ready()) && w.step() > 0 {
+			d.busy()
+		} else {
+			if d.idle == 0 {
+				// Idle: push out anything a port still holds, and
+				// publish, so a quiet engine's counters are exact.
 				if lanF != nil {
 					_ = lanF.Flush(w.id)
 				}
 				if wanF != nil {
 					_ = wanF.Flush(w.id)
 				}
+				w.publish(cpu0, true)
 			}
-			idle = Backoff(idle)
-		} else {
-			idle = 0
-		}
-		if publishDue(iter, idle) {
-			w.c.NATEntries = w.nat.Entries()
-			w.pub.publish(&w.c)
+			d.empty(stop)
 		}
 		// The thread CPU clock is a system call: read it now and then.
-		if w.cfg.ThreadCPU != nil && iter&255 == 0 {
-			w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))
+		if iter&63 == 0 {
+			w.publish(cpu0, iter&255 == 0)
 		}
 	}
 	// What the control plane queued last (a PADT on shutdown) still goes
 	// out.
 	w.drainInject()
 	w.flush()
-	if w.cfg.ThreadCPU != nil {
+	w.publish(cpu0, true)
+}
+
+// publish makes the worker's counters and CPU time visible to readers.
+// A publish is one atomic store per counter word, so a busy worker does
+// it every 64th iteration, not per batch.
+func (w *Worker) publish(cpu0 int64, cpu bool) {
+	w.c.NATEntries = w.nat.Entries()
+	w.pub.publish(&w.c)
+	if cpu && w.cfg.ThreadCPU != nil {
 		w.pub.cpu.Store(uint64(w.cfg.ThreadCPU() - cpu0))
 	}
-	w.pub.publish(&w.c)
+}
+
+// idler returns the worker's idle state: it sleeps on its LAN queue, the
+// WAN queues it steers (inline steering) and its doorbell.
+func (w *Worker) idler() *idler {
+	ports, qs := []nic.Port{w.cfg.LAN}, []int{w.id}
+	if w.steer != nil {
+		for q := 0; q < w.steer.wan.Queues(); q++ {
+			ports, qs = append(ports, w.steer.wan), append(qs, q)
+		}
+	}
+	d := newIdler(w.cfg.Poll, w.wk, ports, qs)
+	d.ready = w.ready
+	d.nextDue = w.nextDue
+	return d
+}
+
+// ready reports, without a system call or a clock read, whether a poll
+// would find work: a frame on a ring or a pollable port, frames waiting
+// to be sent, a stall to serve.
+func (w *Worker) ready() bool {
+	l := &w.links
+	if l.inject.Data.Len() > 0 || l.steer.Data.Len() > 0 || len(w.lanQ)+len(w.wanQ) > 0 || w.stall.Load() != 0 {
+		return true
+	}
+	for _, r := range l.redirIn {
+		if r != nil && r.Data.Len() > 0 {
+			return true
+		}
+	}
+	if p, ok := w.cfg.LAN.(nic.Pollable); ok && p.RxReady(w.id) {
+		return true
+	}
+	return w.steer != nil && w.steer.rxReady()
+}
+
+// nextDue returns how long until a shaper may release a packet (0: now;
+// negative: no packet waits on the rate). It caps the wait at napLong:
+// another worker's lease can move the release either way.
+func (w *Worker) nextDue() time.Duration {
+	due := time.Duration(-1)
+	for _, s := range [2]*shaper.FQCoDel[*nic.Frame]{w.up, w.down} {
+		if s == nil || s.Len() == 0 {
+			continue
+		}
+		t := s.NextSend()
+		if t == 0 {
+			return 0
+		}
+		d := time.Duration(t - w.cfg.Clock.Now())
+		if d <= 0 {
+			return 0
+		}
+		d = min(d, napLong)
+		if due < 0 || d < due {
+			due = d
+		}
+	}
+	return due
 }
 
 // step runs one iteration: steering (worker 0, inline mode), one LAN batch,
@@ -448,6 +491,9 @@ func (w *Worker) flushRedirect(j int) {
 		return
 	}
 	k := w.links.redirOut[j].Data.Push(q)
+	if k > 0 {
+		w.links.redirOut[j].wake.wake()
+	}
 	if k < len(q) {
 		w.c.Drops[DropRingFull] += uint64(len(q) - k)
 		w.pool.PutN(q[k:])
@@ -460,6 +506,9 @@ func (w *Worker) flushException() {
 		return
 	}
 	k := w.links.exc.Data.Push(w.excOut)
+	if k > 0 {
+		w.links.exc.wake.wake()
+	}
 	w.c.Exception += uint64(k)
 	if k < len(w.excOut) {
 		w.c.Drops[DropException] += uint64(len(w.excOut) - k)
@@ -516,29 +565,3 @@ func (w *Worker) touch(fs []*nic.Frame) {
 	w.sink ^= x
 }
 
-// publishDue says whether a thread's loop publishes its counters on this
-// iteration: every 64th iteration while it is busy, on the first idle
-// iteration after work, and on every iteration once it backs off (idle >=
-// 64: it yields or sleeps then anyway), so a quiet engine's counters are
-// exact within one back-off step. A publish is one atomic store per
-// counter word (an XCHG each on amd64: 180 ns for all of them on the
-// 2-core lab VM), too much to pay for every small batch.
-func publishDue(iter uint, idle int) bool { return idle == 1 || idle >= 64 || iter&63 == 0 }
-
-// Backoff is a polling thread's idle policy: called with the number of
-// empty polls so far, it spins for 64 of them, then yields the processor
-// up to 256, then naps IdleNap each time for IdleNapFor, then sleeps 1 ms
-// each time, and returns idle+1. Worker
-// threads and the steering thread use it; so do the benchmarks' own
-// polling loops, to idle the same way.
-func Backoff(idle int) int {
-	idle++
-	switch {
-	case idle < 64:
-	case idle < idleSleepFrom:
-		runtime.Gosched()
-	default:
-		sleepIdle(idle)
-	}
-	return idle
-}

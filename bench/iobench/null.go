@@ -5,9 +5,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
-	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic"
 )
@@ -83,6 +83,14 @@ func (n *NullForwarder) run(q int, t *nullThread) {
 		}
 		return got
 	}
+	// Idle as pppfwd's adaptive workers do: spin a while, then sleep on
+	// both queues' descriptors (a short timeout sees stop).
+	var ws nic.WaitSet
+	for _, p := range []nic.Port{n.LAN, n.WAN} {
+		if pp, ok := p.(nic.Pollable); ok {
+			ws.Add(pp.PollFD(q))
+		}
+	}
 	idle := 0
 	for iter := 0; !n.stop.Load(); iter++ {
 		if move(n.LAN, n.WAN)+move(n.WAN, n.LAN) == 0 {
@@ -94,7 +102,9 @@ func (n *NullForwarder) run(q int, t *nullThread) {
 					_ = wanF.Flush(q)
 				}
 			}
-			idle = dataplane.Backoff(idle)
+			if idle++; idle >= 64 {
+				ws.Wait(10 * time.Millisecond)
+			}
 		} else {
 			idle = 0
 		}

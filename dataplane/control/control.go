@@ -190,8 +190,18 @@ func (c *Control) Run(ctx context.Context) error {
 		<-done
 	}()
 	defer c.once.Do(func() { close(c.closed) })
-	idle := time.NewTicker(200 * time.Microsecond)
-	defer idle.Stop()
+	// Run sleeps until a worker or the steering hands it a frame
+	// (Engine.ControlIdle), the host TAP has one, or its housekeeping is
+	// due (hold queue expiry, router advertisements, neighbour sweeps,
+	// which it looks at every tick): no polling.
+	tick := time.NewTimer(controlTick)
+	defer tick.Stop()
+	hostReady := make(chan struct{}, 1)
+	if c.cfg.Host != nil {
+		hctx, hcancel := context.WithCancel(ctx)
+		defer hcancel()
+		go c.waitHost(hctx, hostReady)
+	}
 	lastExpire := time.Now()
 	for {
 		n := c.e.PollControl(c.dispatchFn)
@@ -207,10 +217,48 @@ func (c *Control) Run(ctx context.Context) error {
 		if n > 0 {
 			continue
 		}
+		wake := c.e.ControlIdle()
+		if wake == nil {
+			continue
+		}
+		if !tick.Stop() {
+			select {
+			case <-tick.C:
+			default:
+			}
+		}
+		tick.Reset(controlTick)
 		select {
 		case <-ctx.Done():
+			c.e.ControlAwake()
 			return ctx.Err()
-		case <-idle.C:
+		case <-wake:
+		case <-hostReady:
+		case <-tick.C:
+		}
+		c.e.ControlAwake()
+	}
+}
+
+// controlTick is how often an idle control plane looks at its
+// housekeeping (hold queues, RAs, neighbour sweeps): those run on second
+// and minute scales.
+const controlTick = 250 * time.Millisecond
+
+// waitHost signals ready whenever the host TAP may have a frame, until
+// ctx ends; it waits for Run to take a signal before it waits again.
+func (c *Control) waitHost(ctx context.Context, ready chan<- struct{}) {
+	for ctx.Err() == nil {
+		if err := c.cfg.Host.Wait(0, time.Second); err != nil && ctx.Err() == nil {
+			select { // a closed or broken TAP: look again later
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		select {
+		case ready <- struct{}{}:
+		case <-ctx.Done():
 		}
 	}
 }

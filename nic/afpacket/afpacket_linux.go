@@ -822,3 +822,17 @@ func (p *Port) Close() error {
 	p.statsMu.Unlock()
 	return nil
 }
+
+// PollFD implements nic.Pollable: queue qi's socket, readable when a
+// block is handed to userspace (full or past its BlockTimeout).
+func (p *Port) PollFD(qi int) int {
+	if qi < 0 || qi >= len(p.q) {
+		return -1
+	}
+	return p.q[qi].fd
+}
+
+// RxReady implements nic.Pollable.
+func (p *Port) RxReady(qi int) bool {
+	return qi >= 0 && qi < len(p.q) && p.q[qi].rxReady()
+}

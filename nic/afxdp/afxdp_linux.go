@@ -330,3 +330,16 @@ func (s *portSys) kernelRxDrops() uint64 {
 	}
 	return n
 }
+
+// PollFD implements nic.Pollable: queue q's XDP socket.
+func (p *Port) PollFD(q int) int {
+	if uint(q) >= uint(len(p.sys.socks)) {
+		return -1
+	}
+	return p.sys.socks[q].fd
+}
+
+// RxReady implements nic.Pollable.
+func (p *Port) RxReady(q int) bool {
+	return uint(q) < uint(len(p.qs)) && p.qs[q].rx.consAvail(1) > 0
+}

@@ -236,3 +236,5 @@ func (p *Port) releaseAll() {
 		releaseRegion(qu.memID)
 	}
 }
+
+func (d *devFD) pollFD() int { return d.fd }

@@ -469,3 +469,22 @@ type Config struct {
 	// Exclusive asks the kernel for exclusive access (NR_EXCLUSIVE).
 	Exclusive bool
 }
+
+// PollFD implements nic.Pollable: queue q's /dev/netmap descriptor (poll
+// on it syncs the RX ring), or -1 on the simulated kernel side.
+func (p *Port) PollFD(q int) int {
+	qu, err := p.queue(q)
+	if err != nil {
+		return -1
+	}
+	if d, ok := qu.k.(interface{ pollFD() int }); ok {
+		return d.pollFD()
+	}
+	return -1
+}
+
+// RxReady implements nic.Pollable: frames the last sync made visible.
+func (p *Port) RxReady(q int) bool {
+	qu, err := p.queue(q)
+	return err == nil && qu.rx.avail() > 0
+}

@@ -1,0 +1,157 @@
+package dataplane
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/pppfwd/pppfwd/internal/pin"
+	"github.com/pppfwd/pppfwd/nic"
+)
+
+// waker lets a consumer thread sleep until a producer hands it work. The
+// consumer sets sleeping, checks its sources once more, and sleeps; a
+// producer that pushed into one of the consumer's rings calls wake, which
+// rings the bell (or signals ch) only if the consumer announced sleep.
+// Both sides use sequentially consistent atomics (the rings' indices and
+// sleeping), so either the consumer sees the frame in its last check or
+// the producer sees sleeping: no frame waits for a timeout.
+type waker struct {
+	sleeping atomic.Bool
+	bell     *nic.Bell     // a worker's or the steering thread's doorbell
+	ch       chan struct{} // the control plane's (a goroutine, not a thread)
+	_        [40]byte      // producers on other cores read sleeping: keep it off neighbours' lines
+}
+
+// wake wakes the consumer if it is asleep (or about to be).
+func (k *waker) wake() {
+	if k == nil || !k.sleeping.Load() || !k.sleeping.CompareAndSwap(true, false) {
+		return
+	}
+	if k.bell != nil {
+		k.bell.Ring()
+	}
+	if k.ch != nil {
+		select {
+		case k.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Idle policy constants.
+const (
+	// spinMin and spinMax bound PollAdaptive's budget of empty polls.
+	spinMin = 8
+	spinMax = 512
+	// maxSleep bounds a sleep with nothing due, so that no lost wakeup
+	// (there should be none) can hold a thread for long.
+	maxSleep = time.Second
+	// nap is the sleep of a thread whose ports cannot be waited on (a
+	// port without descriptors, such as memport): its doorbell wakes it
+	// early, its ports are checked every nap; napFor later it naps
+	// napLong.
+	nap     = 250 * time.Microsecond
+	napLong = time.Millisecond
+	napFor  = 50 * time.Millisecond
+)
+
+// idler is a polling thread's idle state: its policy, its doorbell and
+// the set of descriptors it sleeps on.
+type idler struct {
+	mode     PollMode
+	wk       *waker
+	set      nic.WaitSet
+	canBlock bool // every port the thread receives from has a descriptor
+	spin     int  // PollAdaptive's budget of empty polls
+	idle     int  // empty polls since the last work
+	naps     int  // consecutive naps (ports without descriptors)
+	// ready reports, without a system call, whether a source has work;
+	// nextDue returns the wait until a timer of the thread's is due
+	// (negative: none; 0: due now).
+	ready   func() bool
+	nextDue func() time.Duration
+}
+
+// newIdler builds the idle state of a thread receiving from queues qs of
+// ports ps (pairs), with doorbell wk.
+func newIdler(mode PollMode, wk *waker, ports []nic.Port, queues []int) *idler {
+	d := &idler{mode: mode, wk: wk, spin: spinMax / 8, canBlock: true}
+	if wk.bell != nil {
+		d.set.Add(wk.bell.FD())
+	}
+	for i, p := range ports {
+		fd := -1
+		if pp, ok := p.(nic.Pollable); ok {
+			fd = pp.PollFD(queues[i])
+		}
+		if fd < 0 {
+			d.canBlock = false
+			continue
+		}
+		d.set.Add(fd)
+	}
+	return d
+}
+
+// empty notes an empty poll and sleeps if the policy says so.
+func (d *idler) empty(stop *atomic.Bool) {
+	d.idle++
+	switch d.mode {
+	case PollBusy:
+		return
+	case PollAdaptive:
+		if d.idle < d.spin {
+			return
+		}
+	}
+	if d.sleep(stop) && d.mode == PollAdaptive {
+		d.spin = max(d.spin/2, spinMin)
+	}
+}
+
+// busy notes a poll that found work.
+func (d *idler) busy() {
+	if d.idle > 0 && d.mode == PollAdaptive && d.idle < d.spin {
+		// The spin paid: frames came before it ran out.
+		d.spin = min(d.spin*2, spinMax)
+	}
+	d.idle, d.naps = 0, 0
+}
+
+// sleep sleeps until a source may have work or a timer is due, and
+// reports whether it slept.
+func (d *idler) sleep(stop *atomic.Bool) bool {
+	timeout := time.Duration(-1)
+	if d.nextDue != nil {
+		if timeout = d.nextDue(); timeout == 0 {
+			return false
+		}
+	}
+	if !d.canBlock {
+		t := nap
+		if d.naps++; time.Duration(d.naps)*nap > napFor {
+			t = napLong
+		}
+		if timeout < 0 || t < timeout {
+			timeout = t
+		}
+	}
+	if timeout < 0 || timeout > maxSleep {
+		timeout = maxSleep
+	}
+	d.wk.sleeping.Store(true)
+	if stop.Load() || d.ready() {
+		d.wk.sleeping.Store(false)
+		return false
+	}
+	if d.set.Len() == 0 {
+		pin.ThreadSleep(timeout)
+	} else {
+		d.set.Wait(timeout)
+	}
+	d.wk.sleeping.Store(false)
+	if d.wk.bell != nil {
+		d.wk.bell.Clear()
+	}
+	return true
+}

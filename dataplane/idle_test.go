@@ -1,0 +1,180 @@
+//go:build linux || freebsd
+
+package dataplane
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/memport"
+)
+
+// pollPort is a memport whose queues can be waited on: Inject rings the
+// queue's bell, as a kernel makes a socket readable.
+type pollPort struct {
+	*memport.Port
+	bells []*nic.Bell
+}
+
+func newPollPort(t *testing.T, name string, queues int) *pollPort {
+	p := &pollPort{Port: memport.New(name, queues, 1024)}
+	for q := 0; q < queues; q++ {
+		b, err := nic.NewBell()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		p.bells = append(p.bells, b)
+	}
+	return p
+}
+
+func (p *pollPort) Inject(q int, b []byte) bool {
+	ok := p.Port.Inject(q, b)
+	p.bells[q].Ring()
+	return ok
+}
+
+func (p *pollPort) Recv(q int, frames []*nic.Frame) (int, error) {
+	n, err := p.Port.Recv(q, frames)
+	if p.Port.RxRing(q).Len() == 0 {
+		p.bells[q].Clear()
+	}
+	return n, err
+}
+
+func (p *pollPort) PollFD(q int) int       { return p.bells[q].FD() }
+func (p *pollPort) RxReady(q int) bool     { return p.Port.RxRing(q).Len() > 0 }
+func (p *pollPort) steps(e *Engine) uint64 { return e.workers[0].beat.Load() }
+
+var _ nic.Pollable = (*pollPort)(nil)
+
+// TestIdleWorkerSleeps: with PollAdaptive and PollBlock, a started engine
+// whose ports can be waited on stops polling once idle (a handful of
+// steps, asleep whenever looked at), a
+// LAN frame and a control-plane Send still wake it within milliseconds,
+// and Stop does not wait for a sleep to end. PollBusy keeps polling.
+func TestIdleWorkerSleeps(t *testing.T) {
+	for _, mode := range []PollMode{PollAdaptive, PollBlock, PollBusy} {
+		t.Run(mode.String(), func(t *testing.T) {
+			lan, wan := newPollPort(t, "lan", 1), newPollPort(t, "wan", 1)
+			e, err := New(Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+				RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Poll: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Start()
+			stopped := false
+			defer func() {
+				if !stopped {
+					e.Stop()
+				}
+			}()
+			time.Sleep(50 * time.Millisecond)
+			s0 := lan.steps(e)
+			asleep := 0
+			for i := 0; i < 300; i++ {
+				if e.wakers[0].sleeping.Load() {
+					asleep++
+				}
+				time.Sleep(time.Millisecond)
+			}
+			idleSteps := lan.steps(e) - s0
+			if mode == PollBusy {
+				if asleep != 0 {
+					t.Fatalf("a busy-polling worker was asleep at %d of 300 looks", asleep)
+				}
+			} else if idleSteps > 20 || asleep < 290 {
+				t.Fatalf("an idle worker made %d steps and was asleep at only %d of 300 looks: it polls instead of sleeping", idleSteps, asleep)
+			}
+
+			// A LAN frame (not for our MAC: dropped and counted) wakes it.
+			frame := make([]byte, 60)
+			frame[0], frame[5], frame[12] = 0x02, 0x77, 0x08
+			t0 := time.Now()
+			lan.Inject(0, frame)
+			waitFor(t, 200*time.Millisecond, "the LAN frame", func() bool { return e.Totals().Drops[DropNotOurMAC] == 1 })
+			t.Logf("%s: %d steps idle, asleep at %d of 300 looks; LAN frame handled after %v", mode, idleSteps, asleep, time.Since(t0))
+
+			// The control plane's Send wakes it: the frame leaves on the WAN.
+			time.Sleep(50 * time.Millisecond)
+			var sent atomic.Int64
+			wan.Sink(0, func(int, *nic.Frame) { sent.Add(1) })
+			if err := e.Send(ToWAN, frame); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 200*time.Millisecond, "the injected frame", func() bool { return sent.Load() == 1 })
+
+			time.Sleep(50 * time.Millisecond)
+			t0 = time.Now()
+			e.Stop()
+			stopped = true
+			if d := time.Since(t0); d > 200*time.Millisecond {
+				t.Fatalf("Stop took %v: it waited for a sleep to end", d)
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !ok(); time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not handled within %v", what, d)
+		}
+	}
+}
+
+// TestIdlerSpinBudget: PollAdaptive's spin budget halves each time a
+// spin ends in sleep (down to spinMin) and doubles when frames come
+// before it runs out (up to spinMax); PollBlock sleeps on the first empty
+// poll; PollBusy never sleeps.
+func TestIdlerSpinBudget(t *testing.T) {
+	var stop atomic.Bool
+	wk := &waker{}
+	slept := 0
+	mk := func(m PollMode) *idler {
+		d := newIdler(m, wk, nil, nil)
+		d.ready = func() bool { return false }
+		d.nextDue = func() time.Duration { slept++; return time.Microsecond }
+		return d
+	}
+	d := mk(PollAdaptive)
+	start := d.spin
+	for i := 0; i < start; i++ {
+		d.empty(&stop)
+	}
+	if slept != 1 || d.spin != start/2 {
+		t.Fatalf("after %d empty polls: slept %d times, budget %d; want 1 and %d", start, slept, d.spin, start/2)
+	}
+	for i := 0; i < 2*spinMax; i++ {
+		d.empty(&stop)
+	}
+	if d.spin != spinMin {
+		t.Fatalf("budget %d after many sleeps, want %d", d.spin, spinMin)
+	}
+	for i := 0; i < 20; i++ {
+		d.busy()
+		d.empty(&stop) // one empty poll, then work again: the spin paid
+		d.busy()
+	}
+	if d.spin != spinMax {
+		t.Fatalf("budget %d after spins that paid, want %d", d.spin, spinMax)
+	}
+	slept = 0
+	b := mk(PollBlock)
+	b.empty(&stop)
+	if slept != 1 {
+		t.Fatalf("PollBlock: %d sleeps after one empty poll", slept)
+	}
+	slept = 0
+	u := mk(PollBusy)
+	for i := 0; i < 10000; i++ {
+		u.empty(&stop)
+	}
+	if slept != 0 {
+		t.Fatalf("PollBusy slept %d times", slept)
+	}
+}

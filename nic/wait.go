@@ -1,0 +1,16 @@
+package nic
+
+// Pollable is implemented by ports whose queues can be waited on with
+// poll(2) together with other descriptors: an idle worker sleeps on its
+// LAN queue, the WAN queues it steers and its doorbell at once (WaitSet).
+type Pollable interface {
+	// PollFD returns a descriptor that poll reports readable (POLLIN)
+	// when Recv on queue q may return frames, or -1 if the queue has
+	// none (a simulated kernel side). Polling it may also make the
+	// kernel move frames (netmap's rxsync, AF_XDP's wakeup).
+	PollFD(q int) int
+	// RxReady reports, without a system call, whether Recv on queue q
+	// would return a frame now. A worker checks it after announcing that
+	// it is about to sleep, so that no frame waits for a timeout.
+	RxReady(q int) bool
+}
