@@ -72,7 +72,7 @@ type Engine struct {
 	// simulated: a Sim steps the engine (Simulate); it never starts.
 	simulated bool
 	errMu     sync.Mutex
-	pinErr  error
+	pinErr    error
 	// failErr is the first permanent port error (nic.ErrLinkGone); failed
 	// is closed when it is set.
 	failErr  error

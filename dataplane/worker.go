@@ -564,4 +564,3 @@ func (w *Worker) touch(fs []*nic.Frame) {
 	}
 	w.sink ^= x
 }
-
