@@ -65,6 +65,10 @@ type Config struct {
 	StatsInterval time.Duration `key:"stats.interval"` // log counters this often (0 = never)
 	StatsFile     string        `key:"stats.file"`     // also write them there as JSON, replaced each interval (10s if no interval)
 
+	// Obs: the control socket, metrics, logs and the daily reconnect
+	// (obs.go).
+	Obs ObsConfig `key:"metrics.* control.socket log.* pppoe.reconnect_at"`
+
 	// Session hooks, as pppd's usepeerdns and ip-up/ip-down: the DNS
 	// servers the session brought, written as a resolv.conf; programs
 	// run when the session comes up and when it goes down (see hooks.go).
@@ -90,7 +94,7 @@ type Config struct {
 // the key and what is allowed; they never quote a secret. The password
 // of pppoe.password_file is read here (readPasswordFile).
 func ParseConfig(r io.Reader) (*Config, error) {
-	c := &Config{Backend: "afpacket", Workers: 1, PortLo: 1024, PortHi: 65535, lines: map[string][]int{}}
+	c := &Config{Backend: "afpacket", Workers: 1, PortLo: 1024, PortHi: 65535, Obs: DefaultObsConfig(), lines: map[string][]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 64*1024)
 	line := 0

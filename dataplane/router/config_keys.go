@@ -216,6 +216,18 @@ var keyTable = []keyDef{
 	{Name: "stats.file", Allowed: "a file's path",
 		Sample: "/run/pppfwd/stats.json", Help: "and write them there as JSON (every stats.interval, 10s by default)",
 		v: strVal(func(c *Config) *string { return &c.StatsFile })},
+	{Name: "metrics.listen", Allowed: "HOST:PORT, or off", Default: "off", Sample: "127.0.0.1:9121",
+		Help: "serve Prometheus metrics on http://HOST:PORT/metrics", v: obsVal("metrics.listen"),
+		Section: []string{"", "# Status and control: pppfwd status|reconnect|reload talk to the control socket (owner only)."}},
+	{Name: "metrics.textfile", Allowed: "a file's path", Sample: "/var/lib/prometheus/node-exporter/pppfwd.prom",
+		Help: "write the metrics there each stats tick, in node_exporter's textfile format", v: obsVal("metrics.textfile")},
+	{Name: "control.socket", Allowed: "an absolute path, or off", Default: DefaultSocket,
+		Help: "the control socket (mode 0600; only its owner and root may use it)", v: obsVal("control.socket")},
+	{Name: "log.level", Allowed: "error, warn, info or debug", Default: "info",
+		Help: "debug adds a protocol trace (discovery, LCP, auth, IPCP, IPv6CP)", v: obsVal("log.level")},
+	{Name: "log.format", Allowed: "text or json", Default: "text", Help: "log lines as logfmt text or JSON objects", v: obsVal("log.format")},
+	{Name: "pppoe.reconnect_at", Allowed: "a local time of day HH:MM, or off", Default: "off", Sample: "04:30",
+		Help: "reconnect every day at that time (before an ISP's forced 24 h disconnect)", v: obsVal("pppoe.reconnect_at")},
 }
 
 // keyIndex maps a key's name to its keyTable entry.

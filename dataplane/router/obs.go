@@ -137,9 +137,6 @@ type obsState struct {
 	listened bool
 }
 
-// SetObs sets how the router is watched and steered (before Run).
-func (r *Router) SetObs(o ObsConfig) { r.obs = o }
-
 // SetConfigFile names the file the router's configuration came from:
 // the control socket's reload (and ReloadFile) re-reads it.
 func (r *Router) SetConfigFile(file string) { r.cfgFile = file }
@@ -176,6 +173,7 @@ func (r *Router) ListenObs() error {
 		return nil
 	}
 	r.listened = true
+	r.obs = r.cfg.Obs // Reload leaves these alone: they need a restart
 	if r.obs.Socket != "" {
 		ln, err := listenControl(r.obs.Socket)
 		if err != nil {
@@ -268,4 +266,28 @@ func (r *Router) MetricsAddr() net.Addr {
 		return nil
 	}
 	return r.httpLn.Addr()
+}
+
+// obsVal is the key table's value for an ObsConfig key: ObsConfig.Set
+// parses it; its text is nil at the default a configuration file starts
+// with (DefaultObsConfig), "off" for a switched-off socket.
+func obsVal(key string) value {
+	return funcVal{
+		setf: func(c *Config, s string) error { _, err := c.Obs.Set(key, s); return err },
+		textf: func(c *Config) []string {
+			o, d := c.Obs, DefaultObsConfig()
+			v := map[string][2]string{
+				"metrics.listen": {o.MetricsListen, d.MetricsListen}, "metrics.textfile": {o.MetricsTextfile, d.MetricsTextfile},
+				"control.socket": {o.Socket, d.Socket}, "log.level": {o.LogLevel, d.LogLevel},
+				"log.format": {o.LogFormat, d.LogFormat}, "pppoe.reconnect_at": {o.ReconnectAt, d.ReconnectAt},
+			}[key]
+			switch {
+			case v[0] == v[1] || v[0] == "" && key != "control.socket":
+				return nil
+			case v[0] == "":
+				return []string{"off"}
+			}
+			return []string{v[0]}
+		},
+	}
 }

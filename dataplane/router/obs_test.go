@@ -31,12 +31,12 @@ func runObsRouter(t *testing.T, extra string, o ObsConfig) (*Router, *memport.Po
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Obs = o
 	lan := memport.New("lan", 1, 64)
 	r, err := Open(cfg, Ports{LAN: lan, WAN: memport.New("wan", 1, 64), LANMAC: [6]byte{2, 0, 0, 0, 0, 1}}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SetObs(o)
 	r.SetConfigFile(file)
 	if err := r.ListenObs(); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestControlSocket(t *testing.T) {
 			t.Errorf("status text lacks %q:\n%s", want, text.String())
 		}
 	}
-	if err := os.WriteFile(file, []byte("lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\nshaper.up bandwidth 30mbit\nworkers 2\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\nshaper.up bandwidth 30mbit\nworkers 2\ncontrol.socket "+sock+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	resp, err = ControlRequest(sock, "reload")
