@@ -21,6 +21,11 @@ Usage:
                                       -check: check the file and the interfaces, then exit;
                                       -v: print the effective configuration (secrets masked);
                                       SIGHUP re-reads FILE and applies new shaper rates live
+  pppfwd status [-json|-watch]        a running router's session and per-worker figures (pps, Mbit/s,
+                                      CPU, drops, NAT, shaper), from its control socket (-s SOCKET)
+  pppfwd reconnect                    end the session with PADT and bring a new one up now
+  pppfwd reload                       as SIGHUP: re-read the file; prints what was applied and what
+                                      needs a restart
   pppfwd lab [flags]                  namespace lab: LAN host, pppfwd, a PPPoE ISP; ping and UDP through it,
                                       over IPv4 and IPv6 (root)
   pppfwd bench pipeline [flags]       whole-pipeline benchmark over in-memory ports
@@ -107,6 +112,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runMain(args[1:], stdout, stderr)
 	case "lab":
 		return helpExitsZero(labMain, args[1:], stdout, stderr)
+	case "status", "reconnect", "reload":
+		cmd := args[0]
+		return helpExitsZero(func(a []string, o, e io.Writer) int { return ctlMain(cmd, a, o, e) }, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "pppfwd: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage

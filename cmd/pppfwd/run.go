@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"os/signal"
 	"strings"
@@ -119,15 +118,22 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: ok\n", conf)
 		return exitOK
 	}
-	logger := log.New(stderr, "", log.LstdFlags)
+	// Logs go to stderr through log/slog (log.level, log.format); under
+	// systemd the journal stamps the time.
+	slogger, err := router.NewLogger(stderr, cfg.Obs, os.Getenv("JOURNAL_STREAM") != "")
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd: %s: %v\n", conf, err)
+		return exitUsage
+	}
+	logf := router.Logf(slogger)
 	if permErr != nil {
-		logger.Printf("pppfwd: warning: %v", permErr)
+		logf("pppfwd: warning: %v", permErr)
 	}
 	if ifErr != nil {
 		// Opening the ports reports a missing one; a kernel address is
 		// worth a warning only (the lab and tests may share a port).
 		for _, l := range strings.Split(ifErr.Error(), "\n") {
-			logger.Printf("pppfwd: warning: %s: %s", conf, l)
+			logf("pppfwd: warning: %s: %s", conf, l)
 		}
 	}
 	// SIGHUP re-reads the configuration and applies what can change with
@@ -136,11 +142,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	r, err := router.Open(cfg, router.Ports{}, logger.Printf)
+	r, err := router.Open(cfg, router.Ports{}, logf)
 	if err != nil {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
 		return exitFailure
 	}
+	r.SetLogger(slogger)
+	r.SetConfigFile(conf) // the control socket's reload re-reads it
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -149,7 +157,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				reload(r, conf, logger.Printf)
+				reload(r, conf, logf)
 			}
 		}
 	}()
