@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,8 +89,14 @@ type ClientConfig struct {
 	// supplies magic numbers, Host-Uniq and jitter.
 	Clock Clock
 	Rand  func() uint64
-	// Logf, when set, receives state changes (never per packet).
+	// Logf, when set, receives state changes (never per packet): a line
+	// per discovery attempt and result, authentication result, IPCP and
+	// IPv6CP result and retry, each with what to check when it failed;
+	// repeats of a kind are rate-limited (logBurst, then one per
+	// logEvery). Secrets (the password, CHAP values) are never logged.
 	Logf func(format string, args ...any)
+	// Interface names the WAN port in log lines ("" = "the WAN").
+	Interface string
 }
 
 func (cfg *ClientConfig) defaults() {
@@ -185,6 +192,90 @@ type Client struct {
 	refusedN int
 	papACs   [maxOffers]acID
 	papACsN  int
+
+	// Bring-up logging: the PADIs of this discovery round, PADOs ignored
+	// for their AC-Name or Service-Name, whether IPv6CP's outcome was
+	// logged for this session, and the rate limits of repeated lines.
+	padiRound   int
+	padoIgnored int
+	ipv6Logged  uint8 // ipv6Unknown, ipv6LoggedUp or ipv6LoggedRefused
+	limits      [numLogKinds]logLimit
+}
+
+// What was logged of IPv6CP in this session.
+const (
+	ipv6Unknown uint8 = iota
+	ipv6LoggedUp
+	ipv6LoggedRefused
+)
+
+// Kinds of bring-up line that repeat while a line stays down.
+const (
+	logPADI = iota
+	logNoPADO
+	logNoPADS
+	logAuthFail
+	logRetry
+	numLogKinds
+)
+
+// A kind's first logBurst lines are logged; after that one per logEvery,
+// telling how many were left out. A session that comes up resets all.
+const (
+	logBurst = 3
+	logEvery = 5 * time.Minute
+)
+
+type logLimit struct {
+	n       int       // lines of the kind since the last reset
+	next    time.Time // when one may be logged again, after the burst
+	skipped int       // left out since the last one logged
+}
+
+// logRepeat logs a line of a repeating kind within its rate limit.
+func (c *Client) logRepeat(kind int, format string, args ...any) {
+	lim := &c.limits[kind]
+	lim.n++
+	if lim.n > logBurst {
+		if c.now.Before(lim.next) {
+			lim.skipped++
+			return
+		}
+		if lim.skipped > 0 {
+			format += fmt.Sprintf(" (%d like it not logged in the last %v)", lim.skipped, logEvery)
+		}
+	}
+	lim.skipped = 0
+	if lim.n >= logBurst {
+		lim.next = c.now.Add(logEvery)
+	}
+	c.logf(format, args...)
+}
+
+// where names the WAN port and its VLAN for log lines.
+func (c *Client) where() string {
+	ifn := c.cfg.Interface
+	if ifn == "" {
+		ifn = "the WAN"
+	}
+	if c.cfg.VLAN != 0 {
+		return fmt.Sprintf("%s (VLAN %d)", ifn, c.cfg.VLAN)
+	}
+	return ifn + " (untagged)"
+}
+
+// noPADOHint says what to check when no access concentrator answers.
+func (c *Client) noPADOHint() string {
+	h := "check the cable, that the modem or ONT is in bridge mode and up"
+	if c.cfg.VLAN != 0 {
+		h = "check the VLAN id (wan.vlan) and " + h[len("check "):]
+	} else {
+		h += ", and whether the ISP needs a VLAN (wan.vlan; Deutsche Telekom: 7)"
+	}
+	if c.padoIgnored > 0 {
+		h += fmt.Sprintf("; %d PADOs were ignored for their AC-Name or Service-Name: check pppoe.ac_name and pppoe.service", c.padoIgnored)
+	}
+	return h
 }
 
 // acID names an access concentrator: its MAC and AC-Name.
@@ -325,6 +416,7 @@ func (c *Client) startDiscovery(now time.Time) {
 	c.st.State = StateDiscovery
 	c.offers, c.offerWait = c.offers[:0], time.Time{}
 	c.padiTimeout = c.cfg.PADITimeout
+	c.padiRound, c.padoIgnored = 0, 0
 	if c.cfg.HostUniq {
 		c.hostUniq = binary.BigEndian.AppendUint64(nil, c.cfg.Rand())
 	}
@@ -345,7 +437,10 @@ func (c *Client) baseTags() []Tag {
 func (c *Client) sendPADI(now time.Time) {
 	c.sendDiscovery(Broadcast, CodePADI, 0, c.baseTags())
 	c.st.Counters.PADISent++
-	c.timer = now.Add(c.jitter(c.padiTimeout))
+	c.padiRound++
+	wait := c.jitter(c.padiTimeout)
+	c.logRepeat(logPADI, "pppoe: discovery: PADI %d on %s, waiting %v for a PADO", c.padiRound, c.where(), wait.Round(time.Millisecond))
+	c.timer = now.Add(wait)
 	c.padiTimeout = min(2*c.padiTimeout, c.cfg.MaxPADITimeout)
 }
 
@@ -382,6 +477,7 @@ func (c *Client) choose(now time.Time) {
 	}
 	c.chosen = c.offers[best]
 	c.st.ACName, c.st.ACMAC = c.chosen.acName, c.chosen.mac
+	c.logf("pppoe: discovery: PADO from %q (%x) after %d PADI (%d offers); sending PADR", c.chosen.acName, c.chosen.mac, c.padiRound, len(c.offers))
 	c.st.State = StateRequest
 	c.padrTries = 0
 	c.sendPADR(now)
@@ -457,10 +553,14 @@ func (cc *clientCore) tick(now time.Time) {
 			c.choose(now)
 			return
 		}
+		if c.padiRound >= 3 {
+			c.logRepeat(logNoPADO, "pppoe: no PADO after %d PADI on %s: %s", c.padiRound, c.where(), c.noPADOHint())
+		}
 		c.sendPADI(now)
 	case StateRequest:
 		if c.padrTries >= 3 {
-			c.setError("no PADS from %s (%x)", c.chosen.acName, c.chosen.mac)
+			c.st.LastError = fmt.Sprintf("no PADS from %s (%x)", c.chosen.acName, c.chosen.mac)
+			c.logRepeat(logNoPADS, "pppoe: %s after %d PADR: it offered but does not answer; check pppoe.service and pppoe.ac_name, or another AC answers: starting over", c.st.LastError, c.padrTries)
 			c.startDiscovery(now)
 			return
 		}
@@ -493,6 +593,7 @@ func (cc *clientCore) input(b []byte, now time.Time) {
 		}
 		c.link.input(now, be16(f.Payload), f.Payload[2:])
 		c.syncState()
+		c.noteIPv6()
 		return
 	}
 	d, err := ParseDiscovery(f.PPPoE)
@@ -527,11 +628,11 @@ func (c *Client) discoveryError(d *Discovery, from string) bool {
 		switch t.Type {
 		case TagServiceNameError:
 			c.st.Counters.ServiceNameErrors++
-			c.setError("%s: Service-Name-Error %q", from, printable(t.Value))
+			c.setError("%s: Service-Name-Error %q: the AC does not offer the service asked for: check pppoe.service (absent: any)", from, printable(t.Value))
 			return true
 		case TagACSystemError:
 			c.st.Counters.ACSystemErrors++
-			c.setError("%s: AC-System-Error %q", from, printable(t.Value))
+			c.setError("%s: AC-System-Error %q: the AC cannot take a session now (overloaded or out of resources)", from, printable(t.Value))
 			return true
 		case TagGenericError:
 			c.st.Counters.GenericErrors++
@@ -557,6 +658,7 @@ func (c *Client) handlePADO(f *Frame, d *Discovery, now time.Time) {
 	}
 	if c.cfg.ACName != "" && string(name) != c.cfg.ACName {
 		c.st.Counters.OtherFrames++
+		c.padoIgnored++
 		return
 	}
 	if c.cfg.ServiceName != "" {
@@ -566,6 +668,7 @@ func (c *Client) handlePADO(f *Frame, d *Discovery, now time.Time) {
 		}
 		if !found {
 			c.st.Counters.OtherFrames++
+			c.padoIgnored++
 			return
 		}
 	}
@@ -603,7 +706,7 @@ func (c *Client) handlePADS(f *Frame, d *Discovery, now time.Time) {
 		if d.SessionID == 0 && c.st.LastError == "" {
 			c.setError("PADS from %s without session id", c.chosen.acName)
 		}
-		c.holdoff(now, false)
+		c.holdoff(now, c.st.LastError, false)
 		return
 	}
 	mru := mruPPPoE
@@ -623,7 +726,8 @@ func (c *Client) handlePADS(f *Frame, d *Discovery, now time.Time) {
 	c.lcfg.papAC = c.papOnlyAC(acID{c.chosen.mac, c.chosen.acName})
 	c.link = newLink(&c.lcfg, c, now)
 	c.st.State = StateLCP
-	c.logf("pppoe: session %#04x with %s (%x)", d.SessionID, c.chosen.acName, f.Src)
+	c.logf("pppoe: discovery: PADS: session %#04x with %s (%x); negotiating LCP", d.SessionID, c.chosen.acName, f.Src)
+	c.ipv6Logged = ipv6Unknown
 	c.link.start()
 	c.syncState()
 }
@@ -648,8 +752,13 @@ func (c *Client) handlePADT(f *Frame, d *Discovery, now time.Time) {
 		c.setError("%s", msg)
 	}
 	c.notePAP()
+	// After an authentication failure the link is closing (Terminate-
+	// Request sent) and the AC may end the session with PADT before the
+	// Terminate-Ack: that is the same failure, and its backoff
+	// (AuthFailDelay) holds, whichever of the two arrives first.
+	authFail := c.link.authFailed
 	c.link.abort()
-	c.endSession(now, msg, false, false)
+	c.endSession(now, msg, authFail, false)
 }
 
 // syncState maps the link's phase onto the client state.
@@ -685,8 +794,14 @@ func (c *Client) linkUp() {
 	c.st.AuthFailures = 0
 	c.failStreak = 0
 	c.st.Counters.SessionsUp++
-	c.logf("pppoe: up: session %#04x local %s peer %s mtu %d", c.st.SessionID, ip4(l.ourAddr), ip4(l.hisAddr), l.mtu())
+	dns := "none"
+	if l.dns[0] != 0 || l.dns[1] != 0 {
+		dns = ip4(l.dns[0]) + " " + ip4(l.dns[1])
+	}
+	c.logf("pppoe: IPCP up: session %#04x local %s peer %s DNS %s mtu %d", c.st.SessionID, ip4(l.ourAddr), ip4(l.hisAddr), dns, l.mtu())
+	c.limits = [numLogKinds]logLimit{} // a later outage logs from the start
 	c.publishSession()
+	c.noteIPv6()
 }
 
 // linkDown implements linkOwner: IPCP left Opened, the dataplane must
@@ -709,6 +824,31 @@ func (c *Client) linkChanged() {
 		c.publishSession()
 	} else {
 		c.st.MTU = c.link.mtu()
+	}
+	c.noteIPv6()
+}
+
+// noteIPv6 logs IPv6CP's outcome: up (with the interface identifiers),
+// down, or, once per session, that the AC did not open it.
+func (c *Client) noteIPv6() {
+	l := c.link
+	if !c.cfg.IPv6 || l == nil {
+		return
+	}
+	switch {
+	case l.ipv6Up && c.ipv6Logged != ipv6LoggedUp:
+		c.ipv6Logged = ipv6LoggedUp
+		c.logf("pppoe: IPv6CP up: local interface id %x peer %x", l.ourIfID, l.hisIfID)
+	case !l.ipv6Up && c.ipv6Logged == ipv6LoggedUp && l.isUp:
+		c.ipv6Logged = ipv6Unknown
+		c.logf("pppoe: IPv6CP down: the session carries IPv4 only now")
+	case !l.ipv6Up && c.ipv6Logged == ipv6Unknown && l.isUp && (l.ipv6cp.state == stStopped || l.ipv6cp.state == stClosed):
+		c.ipv6Logged = ipv6LoggedRefused
+		why := l.ipv6cp.reason
+		if why == "" {
+			why = "refused"
+		}
+		c.logf("pppoe: IPv6CP not opened (%s): the session carries IPv4 only; check that the ISP gives this line IPv6", why)
 	}
 }
 
@@ -736,13 +876,16 @@ func (c *Client) authResult(ok bool, _ string, msg string) {
 		case c.link.authProto == pppCHAP:
 			c.st.AuthProto = AuthCHAPMD5
 		}
+		c.logf("pppoe: authenticated as %q with %v; negotiating IPCP", c.cfg.Username, c.st.AuthProto)
 		if c.link.authProto == pppCHAP && c.cfg.Auth&AuthPAP != 0 && !c.lcfg.refusePAP {
 			c.lcfg.refusePAP = true
 			c.logf("pppoe: authenticated with CHAP: PAP is refused from now on")
 		}
 		return
 	}
-	c.setError("%s", msg)
+	// msg is the AC's or our own description, never the password.
+	c.st.LastError = msg
+	c.logRepeat(logAuthFail, "pppoe: %s (user %q): check pppoe.user and pppoe.password (Deutsche Telekom: line id, T-Online number, #0001@t-online.de)", msg, c.cfg.Username)
 }
 
 func (c *Client) deliver(proto uint16, b []byte) {
@@ -755,7 +898,7 @@ func (c *Client) deliver(proto uint16, b []byte) {
 func (c *Client) linkFinished(reason string, authFail bool) {
 	c.notePAP()
 	if reason != "" && !authFail && c.st.State != StateClosing {
-		c.setError("%s", reason)
+		c.st.LastError = reason // holdoff's line logs it
 	}
 	if reason == "peer not responding to LCP echo" {
 		c.st.Counters.EchoTimeouts++
@@ -792,10 +935,13 @@ func (c *Client) endSession(now time.Time, reason string, authFail, padt bool) {
 		c.st.State = StateIdle
 		return
 	}
-	c.holdoff(now, authFail)
+	c.holdoff(now, reason, authFail)
 }
 
-func (c *Client) holdoff(now time.Time, authFail bool) {
+// holdoff waits before the next discovery: AuthFailDelay doubling after
+// authentication failures, HoldoffDelay doubling after other failures,
+// and logs why (reason) and when.
+func (c *Client) holdoff(now time.Time, reason string, authFail bool) {
 	var d time.Duration
 	if authFail {
 		c.st.AuthFailures++
@@ -806,8 +952,31 @@ func (c *Client) holdoff(now time.Time, authFail bool) {
 		d = backoff(c.cfg.HoldoffDelay, c.cfg.MaxHoldoff, c.failStreak)
 	}
 	c.st.State = StateHoldoff
-	c.timer = now.Add(c.jitter(d))
-	c.logf("pppoe: retrying in %v", d)
+	wait := c.jitter(d)
+	c.timer = now.Add(wait)
+	if authFail {
+		c.logRepeat(logRetry, "pppoe: login refused %d times in a row: next attempt in %v (the wait doubles up to %v, so a wrong password does not hammer the AC)",
+			c.st.AuthFailures, wait.Round(time.Second), c.cfg.MaxAuthFailDelay)
+		return
+	}
+	if reason == "" {
+		reason = "session ended"
+	}
+	c.logRepeat(logRetry, "pppoe: %s%s: next attempt in %v (%d in a row)", reason, endHint(reason), wait.Round(time.Millisecond), c.failStreak)
+}
+
+// endHint says what to check for the reasons a session ends with that
+// point somewhere ("" for the others).
+func endHint(reason string) string {
+	switch {
+	case strings.HasPrefix(reason, "IPCP"):
+		return " (authenticated, but the AC gave no IPv4 address: ask the ISP whether the line is provisioned)"
+	case reason == "negotiation timed out":
+		return " (LCP: the AC stopped answering after PADS: check pppoe.mtu and the line)"
+	case reason == "peer not responding to LCP echo":
+		return " (the line or the AC went away: check the cable and the modem)"
+	}
+	return ""
 }
 
 func backoff(base, limit time.Duration, n int) time.Duration {

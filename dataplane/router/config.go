@@ -141,6 +141,7 @@ func ParseConfig(r io.Reader) (*Config, error) {
 		}
 		c.PPPoE.Password = pw
 	}
+	c.PPPoE.Interface = c.WANInterface // for the client's log lines
 	if len(c.lines["nat.max_per_host"]) == 0 {
 		c.NAT.MaxPerHost = DefaultMaxPerHost(c.NAT.Capacity)
 	}
