@@ -60,6 +60,9 @@ type Options struct {
 	// client's default of 3).
 	EchoInterval time.Duration
 	EchoFailures int
+	// Obs is the router's control socket, metrics and log settings (off
+	// unless set).
+	Obs router.ObsConfig
 	Logf         func(format string, args ...any)
 }
 
@@ -201,6 +204,7 @@ func Start(o Options) (_ *Lab, err error) {
 		cfg.HostTap = "pppfwd0"
 	}
 	cfg.ResolvFile = o.ResolvFile
+	cfg.Obs = o.Obs
 	// Open inside the router's namespace: the ports' sockets stay there.
 	if err = l.Router.Do(func() (e error) {
 		l.R, e = router.Open(cfg, router.Ports{}, o.Logf)
