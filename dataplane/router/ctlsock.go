@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -38,6 +39,9 @@ type CtlResponse struct {
 // ctlTimeout bounds one control connection (a client that sends
 // nothing does not hold a server goroutine).
 const ctlTimeout = 5 * time.Second
+
+// maxRequest bounds a request line.
+const maxRequest = 4096
 
 // listenControl creates the socket at path, replacing a stale socket
 // left by a router that died (but nothing else, and no live socket).
@@ -94,6 +98,9 @@ func (r *Router) handleControl(c *net.UnixConn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(ctlTimeout))
 	enc := json.NewEncoder(c)
+	// The request is read first, also from a peer about to be refused,
+	// so that the refusal reaches it instead of a broken pipe.
+	line, rerr := bufio.NewReader(io.LimitReader(c, maxRequest)).ReadString('\n')
 	uid, err := peercred.UID(c)
 	if err != nil || !r.admitted(uid) {
 		r.refused.Add(1)
@@ -105,8 +112,7 @@ func (r *Router) handleControl(c *net.UnixConn) {
 		_ = enc.Encode(CtlResponse{Error: msg})
 		return
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil && line == "" {
+	if rerr != nil && line == "" {
 		return
 	}
 	_ = enc.Encode(r.control(line))
@@ -156,11 +162,12 @@ func ControlRequest(path, cmd string) (*CtlResponse, error) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(2 * ctlTimeout))
 	req, _ := json.Marshal(map[string]string{"cmd": cmd})
-	if _, err := c.Write(append(req, '\n')); err != nil {
-		return nil, err
-	}
+	_, werr := c.Write(append(req, '\n'))
 	var resp CtlResponse
 	if err := json.NewDecoder(c).Decode(&resp); err != nil {
+		if werr != nil {
+			return nil, werr
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !resp.OK {
