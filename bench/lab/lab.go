@@ -62,8 +62,8 @@ type Options struct {
 	EchoFailures int
 	// Obs is the router's control socket, metrics and log settings (off
 	// unless set).
-	Obs router.ObsConfig
-	Logf         func(format string, args ...any)
+	Obs  router.ObsConfig
+	Logf func(format string, args ...any)
 }
 
 // Interface names of the lab: the router's WAN and LAN veth ends (in the
