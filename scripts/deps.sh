@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything pppfwd's tests, lints and labs need on a fresh Debian
 # machine that has only Go and gcc: network tools for the namespace tests,
-# the qemu lab's packages (scripts/vmlab-deps.sh) and staticcheck.
+# Prometheus (the lab's metrics test), the qemu lab's packages
+# (scripts/vmlab-deps.sh) and staticcheck.
 # Idempotent; package installs need root (skipped with a note otherwise).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -12,6 +13,8 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v nft >/dev/null || need+=(nftables)
 command -v ethtool >/dev/null || need+=(ethtool)
 command -v ping >/dev/null || need+=(iputils-ping)
+# Prometheus and promtool: the lab scrapes a running router (bench/lab).
+command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)
 if [ "${#need[@]}" -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		apt-get update -qq
