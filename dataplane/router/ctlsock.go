@@ -88,8 +88,8 @@ func (r *Router) serveControl(ctx context.Context, ln *net.UnixListener) {
 // admitted reports whether uid may use the control socket: the router's
 // own effective user and root (or, in tests, allowUID only).
 func (r *Router) admitted(uid uint32) bool {
-	if r.allowUID != nil {
-		return uid == *r.allowUID
+	if u := r.allowUID.Load(); u != nil {
+		return uid == *u
 	}
 	return uid == 0 || int(uid) == os.Geteuid()
 }

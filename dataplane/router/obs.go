@@ -129,7 +129,7 @@ type obsState struct {
 	cfgFile string
 	// allowUID, when set (tests), replaces the control socket's owner
 	// check: only that uid is admitted.
-	allowUID *uint32
+	allowUID atomic.Pointer[uint32]
 	ctlLn    *net.UnixListener
 	httpLn   net.Listener
 	httpSrv  *http.Server

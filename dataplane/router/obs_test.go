@@ -102,7 +102,7 @@ func TestControlSocket(t *testing.T) {
 	}
 	// Another user: only uid 4242 is admitted now, and we are not it.
 	other := uint32(4242)
-	r.allowUID = &other
+	r.allowUID.Store(&other)
 	resp, err = ControlRequest(sock, "status")
 	if err == nil || !strings.Contains(err.Error(), "permission denied") || resp.Status != nil {
 		t.Fatalf("a stranger got %+v, %v", resp, err)
@@ -128,7 +128,8 @@ func TestMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		body = string(b)
-		if strings.Contains(body, `pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`) || time.Now().After(deadline) {
+		if strings.Contains(body, `pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`) && strings.Contains(body, `state="discovery"`) ||
+			time.Now().After(deadline) {
 			break
 		}
 	}
