@@ -231,8 +231,8 @@ func WriteStatus(w io.Writer, s *Stats) {
 }
 
 // WriteWatch writes one --watch frame of s: a bar per worker thread of
-// its CPU share (so one busy core among idle ones shows at a glance),
-// then the status. width is the terminal's (at least 40 assumed).
+// its CPU share (so one busy core among idle ones shows at a glance;
+// worker 0's includes the WAN steering it runs inline), then the status. width is the terminal's (at least 40 assumed).
 func WriteWatch(w io.Writer, s *Stats, width int) {
 	bar := max(width-40, 10)
 	fmt.Fprintf(w, "pppfwd  %s  %s\n\n", s.Time.Format("15:04:05"), s.State)
