@@ -70,6 +70,10 @@ type idler struct {
 	// (negative: none; 0: due now).
 	ready   func() bool
 	nextDue func() time.Duration
+	// timedOut, if set, runs after a sleep that ended with no descriptor
+	// ready (at most every maxSleep while idle): ports that show a
+	// removed interface only when probed are probed then.
+	timedOut func()
 }
 
 // newIdler builds the idle state of a thread receiving from queues qs of
@@ -146,8 +150,8 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 	}
 	if d.set.Len() == 0 {
 		pin.ThreadSleep(timeout)
-	} else {
-		d.set.Wait(timeout)
+	} else if ready, _ := d.set.Wait(timeout); !ready && d.timedOut != nil {
+		d.timedOut()
 	}
 	d.wk.sleeping.Store(false)
 	if d.wk.bell != nil {

@@ -396,7 +396,15 @@ func (s *steerer) idler(mode PollMode, wk *waker) *idler {
 	}
 	d := newIdler(mode, wk, ports, qs)
 	d.ready = s.rxReady
+	d.timedOut = s.checkLinks
 	return d
+}
+
+// checkLinks probes the WAN queues for a removed interface.
+func (s *steerer) checkLinks() {
+	for q := 0; q < s.wan.Queues(); q++ {
+		checkLink(s.wan, q, s.portErr)
+	}
 }
 
 // rxReady reports whether a WAN queue holds a frame (false for a port

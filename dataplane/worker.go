@@ -227,7 +227,24 @@ func (w *Worker) idler() *idler {
 	d := newIdler(w.cfg.Poll, w.wk, ports, qs)
 	d.ready = w.ready
 	d.nextDue = w.nextDue
+	d.timedOut = func() {
+		checkLink(w.cfg.LAN, w.id, w.portErr)
+		checkLink(w.cfg.WAN, w.id, w.portErr)
+		if w.steer != nil {
+			w.steer.checkLinks()
+		}
+	}
 	return d
+}
+
+// checkLink probes queue q of p if it is a nic.LinkChecker and reports an
+// error to portErr.
+func checkLink(p nic.Port, q int, portErr func(nic.Port, error)) {
+	if c, ok := p.(nic.LinkChecker); ok {
+		if err := c.CheckLink(q); err != nil {
+			portErr(p, err)
+		}
+	}
 }
 
 // ready reports, without a system call or a clock read, whether a poll

@@ -14,3 +14,12 @@ type Pollable interface {
 	// it is about to sleep, so that no frame waits for a timeout.
 	RxReady(q int) bool
 }
+
+// LinkChecker is implemented by ports whose removed interface shows only
+// when probed (AF_XDP: a socket whose device is gone polls as idle
+// forever). A thread that slept out its timeout calls CheckLink for the
+// queues it serves; it returns an error wrapping ErrLinkGone once the
+// interface is gone.
+type LinkChecker interface {
+	CheckLink(q int) error
+}

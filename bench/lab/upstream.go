@@ -145,16 +145,31 @@ func (l *Lab) toUpstream(s pppoe.SessionInfo, ip []byte) {
 func (l *Lab) forwardUpstream(ctx context.Context) {
 	in := nic.NewFrames(32)
 	out := nic.NewFrames(1)
+	// An idle lab sleeps: a goroutine signals when the TAP may have a
+	// frame, the session's packets come on l.upstream.
+	tapReady := make(chan struct{})
+	go func() {
+		for ctx.Err() == nil {
+			_ = l.up.Wait(0, time.Second)
+			select {
+			case tapReady <- struct{}{}:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	toTAP := func(ip []byte) {
+		if len(ip) > 0 && ip[0]>>4 == 6 {
+			l.upstream6(ip, out)
+		} else {
+			l.toTAP(out, hdr.EtherTypeIPv4, ip)
+		}
+	}
 	for ctx.Err() == nil {
 		busy := false
 		for more := true; more; {
 			select {
 			case ip := <-l.upstream:
-				if len(ip) > 0 && ip[0]>>4 == 6 {
-					l.upstream6(ip, out)
-				} else {
-					l.toTAP(out, hdr.EtherTypeIPv4, ip)
-				}
+				toTAP(ip)
 				busy = true
 			default:
 				more = false
@@ -174,7 +189,12 @@ func (l *Lab) forwardUpstream(ctx context.Context) {
 			busy = true
 		}
 		if !busy {
-			_ = l.up.Wait(0, 200*time.Microsecond)
+			select {
+			case <-ctx.Done():
+			case ip := <-l.upstream:
+				toTAP(ip)
+			case <-tapReady:
+			}
 		}
 	}
 }

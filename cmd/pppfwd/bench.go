@@ -22,6 +22,7 @@ Scenarios:
   nat        the NAT44 conntrack table: lookup, insert, expiry cost and bytes per entry
   io         pppfwd on afpacket/afxdp over veth against the kernel's forward + masquerade
   soak       the namespace lab at 80 % of its capacity for a long time: RSS, goroutines, fds, NAT trends
+  idle       the namespace lab's router, session up, no traffic: CPU share, wakeups and system calls per second
 `
 
 func benchMain(args []string, stdout, stderr io.Writer) int {
@@ -40,6 +41,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		return benchShaper(args[1:], stdout, stderr)
 	case "soak":
 		return benchSoak(args[1:], stdout, stderr)
+	case "idle":
+		return benchIdle(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return 0

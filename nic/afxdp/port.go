@@ -142,3 +142,14 @@ func (p *Port) Stats() nic.Stats {
 	s.RxDrops += p.sys.kernelRxDrops()
 	return s
 }
+
+// CheckLink implements nic.LinkChecker: one probe of queue q's socket.
+func (p *Port) CheckLink(q int) error {
+	if uint(q) >= uint(len(p.qs)) {
+		return ErrQueue
+	}
+	if p.linkGone(q) {
+		return p.goneErr
+	}
+	return nil
+}
