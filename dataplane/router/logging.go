@@ -11,6 +11,7 @@ import (
 
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/pppoe"
+	"github.com/pppfwd/pppfwd/pppoe/dhcp6"
 )
 
 // parseLevel reads log.level.
@@ -218,4 +219,46 @@ func optionString(proto uint16, typ uint8, v []byte) string {
 			binary.BigEndian.Uint16(v[4:]), binary.BigEndian.Uint16(v[6:]))
 	}
 	return fmt.Sprintf("opt%d %x", typ, v)
+}
+
+// traceDHCP6 logs a DHCPv6 message the PD client sent or received at
+// debug level: its type, transaction id, status and the prefixes of its
+// IA_PDs.
+func (r *Router) traceDHCP6(dir string, msg []byte) {
+	l := r.log.Load()
+	if l == nil || !l.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	l.Debug(dir+" "+DescribeDHCP6(msg), "component", "dhcp6")
+}
+
+// DescribeDHCP6 renders a DHCPv6 message for the protocol trace:
+// "DHCPv6 Reply xid=0x1a2b3c <ia_pd 1 2001:db8::/56 valid 7200s>".
+func DescribeDHCP6(msg []byte) string {
+	m, err := dhcp6.Parse(msg)
+	if err != nil {
+		return fmt.Sprintf("DHCPv6 undecodable (%v)", err)
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "DHCPv6 %s xid=%#06x", m.Type, m.XID)
+	if m.RapidCommit {
+		s.WriteString(" rapid-commit")
+	}
+	if m.Status != nil {
+		fmt.Fprintf(&s, " status=%d %q", m.Status.Code, m.Status.Message)
+	}
+	for _, ia := range m.IAPD {
+		fmt.Fprintf(&s, " <ia_pd %d t1 %d t2 %d", ia.IAID, ia.T1, ia.T2)
+		for _, p := range ia.Prefixes {
+			fmt.Fprintf(&s, " %s/%d valid %ds", addr6String(p.Prefix), p.Bits, p.Valid)
+		}
+		if ia.Status != nil {
+			fmt.Fprintf(&s, " status=%d", ia.Status.Code)
+		}
+		s.WriteString(">")
+	}
+	for _, d := range m.DNS {
+		fmt.Fprintf(&s, " <dns %s>", addr6String(d))
+	}
+	return s.String()
 }

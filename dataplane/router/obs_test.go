@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/memport"
 	"github.com/pppfwd/pppfwd/pppoe"
+	"github.com/pppfwd/pppfwd/pppoe/dhcp6"
 )
 
 // runObsRouter runs a router over memports (no AC: the client keeps
@@ -256,5 +259,21 @@ func TestLogging(t *testing.T) {
 	r.traceConn(cc).(traceConn).trace("sent", []byte{1, 2, 3})
 	if buf.Len() != 0 {
 		t.Fatalf("info level traced: %s", buf.String())
+	}
+}
+
+// TestDescribeDHCP6: the trace line of a Reply names its type, id,
+// prefix and DNS server.
+func TestDescribeDHCP6(t *testing.T) {
+	p := netip.MustParseAddr("2001:db8:100::").As16()
+	dns := netip.MustParseAddr("2001:db8::53").As16()
+	m := dhcp6.Message{Type: dhcp6.MsgReply, XID: 0x1a2b3c, DNS: []hdr.Addr6{dns},
+		IAPD: []dhcp6.IAPD{{IAID: 1, T1: 3600, T2: 5400, Prefixes: []dhcp6.Prefix{{Prefix: p, Bits: 56, Preferred: 3600, Valid: 7200}}}}}
+	got := DescribeDHCP6(m.Encode())
+	if want := "DHCPv6 Reply xid=0x1a2b3c <ia_pd 1 t1 3600 t2 5400 2001:db8:100::/56 valid 7200s> <dns 2001:db8::53>"; got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if got := DescribeDHCP6([]byte{7}); !strings.HasPrefix(got, "DHCPv6 undecodable") {
+		t.Fatalf("a short message: %q", got)
 	}
 }

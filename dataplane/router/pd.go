@@ -79,6 +79,7 @@ func (p *pd) input(ip []byte) {
 		p.mu.Unlock()
 		return
 	}
+	p.r.traceDHCP6("rcvd", payload)
 	select {
 	case p.in <- append([]byte(nil), payload...):
 	default: // a flood: the client's retransmissions recover
@@ -109,6 +110,7 @@ func (p *pd) send(msg []byte) {
 	}
 	src := control.WANLinkLocal(s.LocalIfID)
 	p.buf = dhcp6.EncodeUDP6(p.buf[:0], &src, &dhcp6.AllDHCPRelayAgentsAndServers, 1, dhcp6.ClientPort, dhcp6.ServerPort, msg)
+	p.r.traceDHCP6("sent", msg)
 	if err := p.r.ctl.SendWAN6(p.buf); err != nil {
 		p.r.logf("pppfwd: dhcpv6: %v", err)
 	}
