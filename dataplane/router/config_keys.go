@@ -224,7 +224,7 @@ var keyTable = []keyDef{
 	{Name: "control.socket", Allowed: "an absolute path, or off", Default: DefaultSocket,
 		Help: "the control socket (mode 0600; only its owner and root may use it)", v: obsVal("control.socket")},
 	{Name: "log.level", Allowed: "error, warn, info or debug", Default: "info",
-		Help: "debug adds a protocol trace (discovery, LCP, auth, IPCP, IPv6CP)", v: obsVal("log.level")},
+		Help: "debug adds a protocol trace (discovery, LCP, auth, IPCP, IPv6CP, DHCPv6)", v: obsVal("log.level")},
 	{Name: "log.format", Allowed: "text or json", Default: "text", Help: "log lines as logfmt text or JSON objects", v: obsVal("log.format")},
 	{Name: "pppoe.reconnect_at", Allowed: "a local time of day HH:MM, or off", Default: "off", Sample: "04:30",
 		Help: "reconnect every day at that time (before an ISP's forced 24 h disconnect)", v: obsVal("pppoe.reconnect_at")},
