@@ -181,7 +181,12 @@ func (e *Engine) Rates() (up, down uint64) { return e.upBucket.Rate(), e.downBuc
 
 // SetSession publishes a new PPPoE session snapshot (nil: session down).
 // Workers pick it up at their next batch; an address change flushes NAT.
-func (e *Engine) SetSession(s *hdr.Session) { e.session.Store(s) }
+// The control plane is woken: its router advertisements follow the
+// session's IPv6 state.
+func (e *Engine) SetSession(s *hdr.Session) {
+	e.session.Store(s)
+	e.ctlWaker.wake()
+}
 
 // Session returns the current snapshot.
 func (e *Engine) Session() *hdr.Session { return e.session.Load() }

@@ -43,9 +43,11 @@ const (
 	// spinMin and spinMax bound PollAdaptive's budget of empty polls.
 	spinMin = 8
 	spinMax = 512
-	// maxSleep bounds a sleep with nothing due, so that no lost wakeup
-	// (there should be none) can hold a thread for long.
-	maxSleep = time.Second
+	// maxSleep bounds a sleep with nothing due: a port that shows a
+	// removed interface only when probed is probed this often while idle
+	// (nic.LinkChecker), and no lost wakeup (there should be none) could
+	// hold a thread longer.
+	maxSleep = 5 * time.Second
 	// nap is the sleep of a thread whose ports cannot be waited on (a
 	// port without descriptors, such as memport): its doorbell wakes it
 	// early, its ports are checked every nap; napFor later it naps

@@ -50,7 +50,11 @@ func NewLAN6(prefix hdr.Addr6, bits int, mac [6]byte) (*LAN6, error) {
 
 // SetLAN6 publishes the LAN's IPv6 configuration (nil: IPv6 is not
 // forwarded). Workers pick it up at their next step.
-func (e *Engine) SetLAN6(l *LAN6) { e.lan6.Store(l) }
+// The control plane is woken: it advertises a new prefix at once.
+func (e *Engine) SetLAN6(l *LAN6) {
+	e.lan6.Store(l)
+	e.ctlWaker.wake()
+}
 
 // LAN6Owner returns the worker owning the flow of the uplink IPv6 packet
 // ip (its firewall state lives there; a packet RSS gives another worker

@@ -28,6 +28,15 @@ type Conn interface {
 	Close() error
 }
 
+// ReaderWaker is implemented by Conns whose ReadFrame can be cut short:
+// WakeReader makes a ReadFrame in progress (or, if none is, possibly the
+// next one) return at once with an error matching ErrTimeout. A client
+// or server that stops wakes its reader with it, so the reader can wait
+// long between frames (no wakeups while idle) and still end at once.
+type ReaderWaker interface {
+	WakeReader()
+}
+
 // ErrTimeout is returned (possibly wrapped) by Conn.ReadFrame when no frame
 // arrived in time. It is os.ErrDeadlineExceeded, so Conns built on the Go
 // runtime poller (internal/rawsock) match it with errors.Is without importing
@@ -52,6 +61,7 @@ const pipeDepth = 256
 type pipeEnd struct {
 	mac    [6]byte
 	in     chan []byte
+	wake   chan struct{}
 	peer   *pipeEnd
 	done   chan struct{}
 	closed sync.Once
@@ -62,8 +72,8 @@ type pipeEnd struct {
 // drops the frame. Closing one end makes its reads fail with ErrClosed and
 // silently discards frames written to it.
 func Pipe() (Conn, Conn) {
-	a := &pipeEnd{in: make(chan []byte, pipeDepth), done: make(chan struct{})}
-	b := &pipeEnd{in: make(chan []byte, pipeDepth), done: make(chan struct{})}
+	a := &pipeEnd{in: make(chan []byte, pipeDepth), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	b := &pipeEnd{in: make(chan []byte, pipeDepth), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	a.peer, b.peer = b, a
 	a.mac, b.mac = randomMAC(), randomMAC()
 	for a.mac == b.mac {
@@ -94,6 +104,16 @@ func (p *pipeEnd) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 		return 0, ErrClosed
 	case <-t.C:
 		return 0, ErrTimeout
+	case <-p.wake:
+		return 0, ErrTimeout
+	}
+}
+
+// WakeReader implements ReaderWaker.
+func (p *pipeEnd) WakeReader() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -28,8 +28,9 @@ type waker interface {
 	release()
 }
 
-// readPoll bounds each ReadFrame so the reader notices shutdown.
-const readPoll = 100 * time.Millisecond
+// readPoll bounds each ReadFrame so the reader notices shutdown on a
+// Conn that is not a ReaderWaker (one that is is woken at once).
+const readPoll = time.Second
 
 // runLoop drives c from conn and clock until ctx is done, then lets the
 // core shut down gracefully for at most grace (on the clock) before
@@ -65,6 +66,9 @@ func runLoop(ctx context.Context, conn Conn, clock Clock, grace time.Duration, c
 	}()
 	defer func() {
 		cancel()
+		if w, ok := conn.(ReaderWaker); ok {
+			w.WakeReader()
+		}
 		wg.Wait()
 	}()
 

@@ -150,7 +150,7 @@ func (l *Lab) forwardUpstream(ctx context.Context) {
 	tapReady := make(chan struct{})
 	go func() {
 		for ctx.Err() == nil {
-			_ = l.up.Wait(0, time.Second)
+			_ = l.up.Wait(0, 5*time.Second)
 			select {
 			case tapReady <- struct{}{}:
 			case <-ctx.Done():

@@ -91,6 +91,7 @@ type Control struct {
 	// buffers of their own: other WAN control traffic, however much,
 	// cannot take their place. The client reads it first.
 	inPrio   chan []byte
+	wakeRead chan struct{} // WANConn.WakeReader
 	freePrio chan []byte
 	stats    struct {
 		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored, queueFull atomic.Uint64
@@ -135,7 +136,7 @@ func New(e *dataplane.Engine, cfg Config) *Control {
 	c := &Control{e: e, cfg: cfg, routerMAC: ec.RouterMAC, routerAddr: ec.RouterAddr, lanNet: ec.LANNet,
 		lanMask: ec.LANMask(), lanBits: ec.LANBits,
 		in: make(chan []byte, cfg.Queue), free: make(chan []byte, cfg.Queue),
-		inPrio: make(chan []byte, cfg.Queue), freePrio: make(chan []byte, cfg.Queue),
+		wakeRead: make(chan struct{}, 1), inPrio: make(chan []byte, cfg.Queue), freePrio: make(chan []byte, cfg.Queue),
 		excFree: make(chan *exception, ExceptionQueue), excQueue: make(chan *exception, ExceptionQueue+1),
 		closed: make(chan struct{}), lastARP: map[uint32]time.Time{}, lastMove: map[uint32]time.Time{}}
 	for i := 0; i < cfg.Queue; i++ {
@@ -242,8 +243,9 @@ func (c *Control) Run(ctx context.Context) error {
 
 // controlTick is how often an idle control plane looks at its
 // housekeeping (hold queues, RAs, neighbour sweeps): those run on second
-// and minute scales.
-const controlTick = 250 * time.Millisecond
+// and minute scales. A new prefix or session state wakes it at once
+// (Engine.SetLAN6, SetSession).
+const controlTick = time.Second
 
 // waitHost signals ready whenever the host TAP may have a frame, until
 // ctx ends; it waits for Run to take a signal before it waits again.
@@ -628,8 +630,19 @@ func (cc WANConn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 		return n, nil
 	case <-t.C:
 		return 0, os.ErrDeadlineExceeded
+	case <-c.wakeRead:
+		return 0, os.ErrDeadlineExceeded
 	case <-c.closed:
 		return 0, net.ErrClosed
+	}
+}
+
+// WakeReader makes a ReadFrame in progress return os.ErrDeadlineExceeded
+// (the method set of pppoe.ReaderWaker).
+func (cc WANConn) WakeReader() {
+	select {
+	case cc.c.wakeRead <- struct{}{}:
+	default:
 	}
 }
 

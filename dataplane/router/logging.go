@@ -106,6 +106,13 @@ func (t traceConn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 	return n, err
 }
 
+// WakeReader passes pppoe.ReaderWaker on.
+func (t traceConn) WakeReader() {
+	if w, ok := t.Conn.(pppoe.ReaderWaker); ok {
+		w.WakeReader()
+	}
+}
+
 func (t traceConn) WriteFrame(b []byte) error {
 	t.trace("sent", b)
 	return t.Conn.WriteFrame(b)

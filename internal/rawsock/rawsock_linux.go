@@ -121,6 +121,10 @@ func (c *Conn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 	}
 }
 
+// WakeReader makes a ReadFrame in progress return with ErrTimeout (the
+// method set of pppoe.ReaderWaker).
+func (c *Conn) WakeReader() { _ = c.f.SetReadDeadline(time.Now()) }
+
 // restoreVLAN re-inserts a tag that the kernel moved into PACKET_AUXDATA.
 func (c *Conn) restoreVLAN(b []byte, n int, oob []byte) int {
 	msgs, err := unix.ParseSocketControlMessage(oob)

@@ -3,6 +3,7 @@ package memport
 import (
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/pppfwd/pppfwd/nic"
@@ -17,6 +18,7 @@ type Conn struct {
 	q      int
 	mac    [6]byte
 	rx, tx []*nic.Frame
+	woken  atomic.Bool
 }
 
 // NewConn returns a Conn on queue q of p with source MAC mac.
@@ -36,12 +38,16 @@ func (c *Conn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 		if n == 1 {
 			return copy(b, c.rx[0].Data()), nil
 		}
-		if !time.Now().Before(deadline) {
+		if !time.Now().Before(deadline) || c.woken.Swap(false) {
 			return 0, os.ErrDeadlineExceeded
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
 }
+
+// WakeReader makes a ReadFrame in progress return os.ErrDeadlineExceeded
+// (the method set of pppoe.ReaderWaker).
+func (c *Conn) WakeReader() { c.woken.Store(true) }
 
 // WriteFrame sends one frame.
 func (c *Conn) WriteFrame(b []byte) error {
