@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/lab"
+	"github.com/pppfwd/pppfwd/dataplane"
 )
 
 // Goals of the idle router (issue of record: an idle router costs
@@ -30,8 +31,9 @@ const (
 
 // Options configure a run.
 type Options struct {
-	Backend  string        // afpacket (default) or afxdp
-	Workers  int           // default 1
+	Backend  string // afpacket (default) or afxdp
+	Workers  int    // default 1
+	Poll     dataplane.PollMode
 	Duration time.Duration // measured window (default 60 s)
 	// StraceFor is the window in which system calls are counted with
 	// strace -c -f, after the measured one (tracing perturbs what it
@@ -92,7 +94,7 @@ func Run(o Options) (*Result, error) {
 	if o.EchoInterval == 0 {
 		o.EchoInterval = 10 * time.Second
 	}
-	l, err := lab.Start(lab.Options{Backend: o.Backend, Workers: o.Workers, EchoInterval: o.EchoInterval, Logf: o.Logf})
+	l, err := lab.Start(lab.Options{Backend: o.Backend, Workers: o.Workers, Poll: o.Poll, EchoInterval: o.EchoInterval, Logf: o.Logf})
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +104,7 @@ func Run(o Options) (*Result, error) {
 	}
 	// Settle: DHCPv6-PD, router advertisements and the first echoes.
 	time.Sleep(3 * time.Second)
-	r := &Result{Bench: "idle", Backend: o.Backend, Workers: o.Workers, Poll: "adaptive",
+	r := &Result{Bench: "idle", Backend: o.Backend, Workers: o.Workers, Poll: o.Poll.String(),
 		EchoInterval: o.EchoInterval.Seconds(), GoalCPUShare: GoalCPUShare, GoalWakeups: GoalWakeups,
 		Scope: "process: the router, the lab's access concentrator and its upstream forwarder"}
 	u0, t0 := rusage(), time.Now()

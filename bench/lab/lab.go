@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/router"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/internal/nettest"
@@ -46,7 +47,9 @@ var (
 type Options struct {
 	Backend string // afpacket (default) or afxdp
 	Workers int    // default 1
-	Auth    string // chap (default) or pap
+	// Poll is the router's workers.poll (default adaptive).
+	Poll dataplane.PollMode
+	Auth string // chap (default) or pap
 	// Shape is the downlink shaper in tc-cake words ("" = none).
 	ShapeDown string
 	// HostTap gives the router a TAP for its own traffic, carrying the LAN
@@ -188,7 +191,7 @@ func Start(o Options) (_ *Lab, err error) {
 	}
 
 	// The router: pppfwd on afpacket/afxdp ports opened inside its namespace.
-	cfg := &router.Config{Backend: o.Backend, Workers: o.Workers, LANInterface: "rlan", WANInterface: "rwan",
+	cfg := &router.Config{Backend: o.Backend, Workers: o.Workers, Poll: o.Poll, LANInterface: "rlan", WANInterface: "rwan",
 		LANAddr: LANPrefix, PortLo: 1024, PortHi: 65535, StatsInterval: 0, PD: true}
 	if o.EchoInterval == 0 {
 		o.EchoInterval = time.Second

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pppfwd/pppfwd/bench/idle"
+	"github.com/pppfwd/pppfwd/dataplane"
 )
 
 // benchIdle is `pppfwd bench idle`: the lab's router with its session up
@@ -23,6 +24,7 @@ func benchIdle(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Duration, "duration", 0, "measured window per worker count (default 60s)")
 	fs.DurationVar(&o.StraceFor, "strace", 0, "window for counting system calls with strace after the measured one (default 10s; negative: off)")
 	fs.DurationVar(&o.EchoInterval, "echo-interval", 0, "the router's LCP echo interval (default 10s, the client's default)")
+	poll := fs.String("poll", "adaptive", "the workers' idle policy: adaptive, busy or block")
 	asJSON := fs.Bool("json", false, "one JSON line per worker count")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -33,6 +35,16 @@ func benchIdle(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.Backend != "afpacket" && o.Backend != "afxdp" {
 		fmt.Fprintf(stderr, "pppfwd: --backend %q: want afpacket or afxdp\n", o.Backend)
+		return 2
+	}
+	switch *poll {
+	case "adaptive":
+	case "busy":
+		o.Poll = dataplane.PollBusy
+	case "block":
+		o.Poll = dataplane.PollBlock
+	default:
+		fmt.Fprintf(stderr, "pppfwd: --poll %q: want adaptive, busy or block\n", *poll)
 		return 2
 	}
 	var counts []int
@@ -64,8 +76,8 @@ func benchIdle(args []string, stdout, stderr io.Writer) int {
 			if r.SyscallsSkipped != "" {
 				sys = "syscalls not counted: " + r.SyscallsSkipped
 			}
-			fmt.Fprintf(stdout, "%s, %d worker(s), %.0f s idle: CPU %.2f %% of a core (user %.2f, sys %.2f), %.0f wakeups/s (%.0f voluntary, %.0f involuntary), %s; goal <= %.1f %% and <= %.0f/s: %v\n",
-				r.Backend, r.Workers, r.Seconds, 100*r.CPUShare, 100*r.UserShare, 100*r.SysShare, r.Wakeups, r.Voluntary, r.Involuntary, sys,
+			fmt.Fprintf(stdout, "%s, %d worker(s), poll %s, %.0f s idle: CPU %.2f %% of a core (user %.2f, sys %.2f), %.0f wakeups/s (%.0f voluntary, %.0f involuntary), %s; goal <= %.1f %% and <= %.0f/s: %v\n",
+				r.Backend, r.Workers, r.Poll, r.Seconds, 100*r.CPUShare, 100*r.UserShare, 100*r.SysShare, r.Wakeups, r.Voluntary, r.Involuntary, sys,
 				100*r.GoalCPUShare, r.GoalWakeups, r.Pass)
 		}
 		if !r.Pass {

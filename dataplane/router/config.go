@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/shaper"
 )
@@ -30,6 +32,10 @@ import (
 type Config struct {
 	Backend string `key:"backend"` // afpacket, afxdp or netmap
 	Workers int    `key:"workers"`
+	// WorkersAuto: Workers came from `workers auto` (DefaultWorkers).
+	WorkersAuto bool               `key:"workers"`
+	Poll        dataplane.PollMode `key:"workers.poll"`
+	CPUs        []int              `key:"workers.cpus"` // worker k pins to CPUs[k]; nil: the allowed CPUs in order
 
 	LANInterface string       `key:"lan.interface"`
 	LANAddr      netip.Prefix `key:"lan.address"` // the router's LAN address and prefix
@@ -94,7 +100,7 @@ type Config struct {
 // the key and what is allowed; they never quote a secret. The password
 // of pppoe.password_file is read here (readPasswordFile).
 func ParseConfig(r io.Reader) (*Config, error) {
-	c := &Config{Backend: "afpacket", Workers: 1, PortLo: 1024, PortHi: 65535, Obs: DefaultObsConfig(), lines: map[string][]int{}}
+	c := &Config{Backend: "afpacket", Workers: DefaultWorkers(len(pin.Allowed())), WorkersAuto: true, PortLo: 1024, PortHi: 65535, Obs: DefaultObsConfig(), lines: map[string][]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 64*1024)
 	line := 0
@@ -303,6 +309,13 @@ func (c *Config) Validate() error {
 	} {
 		if !req.ok {
 			return fmt.Errorf("%s is required (%s): give %s", req.key, c.at(req.key, 0), req.what)
+		}
+	}
+	if allowed := pin.Allowed(); len(c.CPUs) > 0 && len(allowed) > 0 {
+		for _, n := range c.CPUs {
+			if !slices.Contains(allowed, n) {
+				return fmt.Errorf("%s: workers.cpus lists CPU %d; allowed: the CPUs this process may use, %v", c.at("workers.cpus", 0), n, allowed)
+			}
 		}
 	}
 	if int(c.PortHi)-int(c.PortLo) < 2*c.Workers-1 {

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/shaper"
 )
@@ -64,8 +66,32 @@ var keyTable = []keyDef{
 	{Name: "backend", Allowed: "afpacket | afxdp | netmap", Default: "afpacket", Example: "afpacket",
 		Help: "afpacket | afxdp (Linux) | netmap (FreeBSD, Linux with netmap)",
 		v:    enumVal[string]{func(c *Config) *string { return &c.Backend }, []string{"afpacket", "afxdp", "netmap"}, []string{"afpacket", "afxdp", "netmap"}}},
-	{Name: "workers", Allowed: "1..64", Default: "1", Example: "2", Help: "one pinned worker per core",
-		v: intVal{func(c *Config) *int { return &c.Workers }, 1, 64, false}},
+	{Name: "workers", Allowed: "1..64 or auto", Default: "auto", Example: "auto",
+		Help: "pinned workers; auto: one per CPU, but CPUs - 1 on boxes of 2 to 4 CPUs (room for the box's own services)",
+		v: funcVal{setWorkers, func(c *Config) []string {
+			if c.WorkersAuto {
+				return nil
+			}
+			return []string{strconv.Itoa(c.Workers)}
+		}}},
+	{Name: "workers.poll", Allowed: "adaptive | busy | block", Default: "adaptive", Example: "adaptive",
+		Help: "idle policy: adaptive spins while frames keep coming, then sleeps until one arrives",
+		More: []string{"busy never sleeps (lowest latency, a whole core per worker whatever the load);",
+			"block sleeps at once (fewest cycles, a wakeup per burst of frames)"},
+		v: enumVal[dataplane.PollMode]{func(c *Config) *dataplane.PollMode { return &c.Poll }, []string{"adaptive", "busy", "block"},
+			[]dataplane.PollMode{dataplane.PollAdaptive, dataplane.PollBusy, dataplane.PollBlock}}},
+	{Name: "workers.cpus", Allowed: "CPU numbers and ranges (e.g. 1-3 or 0,2)", Sample: "1-3",
+		Help: "pin worker k to the k-th CPU of this list (default: the CPUs the process may use, in order)",
+		v: funcVal{setCPUs, func(c *Config) []string {
+			if len(c.CPUs) == 0 {
+				return nil
+			}
+			parts := make([]string, len(c.CPUs))
+			for i, n := range c.CPUs {
+				parts[i] = strconv.Itoa(n)
+			}
+			return []string{strings.Join(parts, ",")}
+		}}},
 
 	{Name: "lan.interface", Allowed: "an interface name", Example: "eth1", Help: "the LAN port (required)",
 		Section: []string{"", "# The LAN and WAN ports belong to pppfwd: give them no IP addresses in the kernel",
@@ -618,4 +644,57 @@ func forwardText(c *Config) []string {
 		out = append(out, fmt.Sprintf("%s %d %s:%d", p, f.ExtPort, addrString(f.LANAddr), f.LANPort))
 	}
 	return out
+}
+
+func setWorkers(c *Config, val string) error {
+	if val == "auto" {
+		c.Workers, c.WorkersAuto = DefaultWorkers(len(pin.Allowed())), true
+		return nil
+	}
+	n, err := atoiRange(val, 1, 64)
+	if err != nil {
+		return err
+	}
+	c.Workers, c.WorkersAuto = n, false
+	return nil
+}
+
+// DefaultWorkers is `workers auto` on a box with cpus CPUs: one per CPU,
+// but one fewer on boxes of 2 to 4, where the box's own services (DNS,
+// DHCP, a GUI, a VPN) would otherwise wait for a pinned worker.
+func DefaultWorkers(cpus int) int {
+	switch {
+	case cpus <= 1:
+		return 1
+	case cpus <= 4:
+		return cpus - 1
+	}
+	return min(cpus, 64)
+}
+
+func setCPUs(c *Config, val string) error {
+	c.CPUs = nil
+	for _, part := range strings.Split(val, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 || a > 4095 {
+			c.CPUs = nil
+			return fmt.Errorf("%q is not a CPU number or range", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b > 4095 {
+				c.CPUs = nil
+				return fmt.Errorf("%q is not a CPU range (low-high)", part)
+			}
+		}
+		for n := a; n <= b; n++ {
+			if slices.Contains(c.CPUs, n) {
+				c.CPUs = nil
+				return fmt.Errorf("CPU %d listed twice", n)
+			}
+			c.CPUs = append(c.CPUs, n)
+		}
+	}
+	return nil
 }

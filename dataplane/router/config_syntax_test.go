@@ -193,7 +193,7 @@ func TestDescribe(t *testing.T) {
 	all := strings.Join(c.Describe(), "\n")
 	for _, want := range []string{
 		"pppoe.password      ******", "shaper.up           40000000 bit/s (40 Mbit/s), ", "overhead 34",
-		"shaper.down         1500000 bit/s (1.5 Mbit/s)", "pppoe.mtu           1492 (default)", "workers             1\n",
+		"shaper.down         1500000 bit/s (1.5 Mbit/s)", "pppoe.mtu           1492 (default)", "workers             auto (default)\n",
 		"host.tap            (not set)", "nat.max_per_host    8192",
 	} {
 		if !strings.Contains(all, want) {

@@ -1,14 +1,49 @@
 package router
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
+
+// TestWorkersKeys: workers auto leaves a CPU to the box on 2 to 4 CPUs,
+// workers.poll and workers.cpus parse and write back.
+func TestWorkersKeys(t *testing.T) {
+	for cpus, want := range map[int]int{1: 1, 2: 1, 3: 2, 4: 3, 5: 5, 16: 16, 128: 64} {
+		if got := DefaultWorkers(cpus); got != want {
+			t.Errorf("DefaultWorkers(%d) = %d, want %d", cpus, got, want)
+		}
+	}
+	base := "lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n"
+	var r Config
+	if err := setCPUs(&r, "1-3,7"); err != nil || fmt.Sprint(r.CPUs) != "[1 2 3 7]" {
+		t.Fatalf("setCPUs(1-3,7): %v %v", r.CPUs, err)
+	}
+	cpu := pin.Allowed()[0] // Validate wants CPUs this process may use
+	c, err := ParseConfig(strings.NewReader(base + fmt.Sprintf("workers 3\nworkers.poll block\nworkers.cpus %d\n", cpu)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Workers != 3 || c.WorkersAuto || c.Poll != dataplane.PollBlock || len(c.CPUs) != 1 || c.CPUs[0] != cpu {
+		t.Fatalf("workers %d auto %v poll %v cpus %v", c.Workers, c.WorkersAuto, c.Poll, c.CPUs)
+	}
+	back, err := ParseConfig(strings.NewReader(c.Text()))
+	if err != nil || back.Workers != 3 || back.Poll != dataplane.PollBlock || len(back.CPUs) != 1 {
+		t.Fatalf("Text() did not parse back: %v %+v", err, back)
+	}
+	for _, bad := range []string{"workers.cpus 4000", "workers.cpus 3-1", "workers.cpus 1,1", "workers.cpus x", "workers.poll spin", "workers nine"} {
+		if _, err := ParseConfig(strings.NewReader(base + bad + "\n")); err == nil || !strings.Contains(err.Error(), strings.Fields(bad)[0]) {
+			t.Errorf("%q: error %v, want one naming the key", bad, err)
+		}
+	}
+}
 
 func TestExampleConfigParses(t *testing.T) {
 	f, err := os.Open("../../pppfwd.conf.example")
@@ -20,7 +55,7 @@ func TestExampleConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Workers != 2 || c.LANInterface != "eth1" || c.RouterAddr() != 0xc0a80101 || c.LANNet() != 0xc0a80100 ||
+	if c.Workers != DefaultWorkers(len(pin.Allowed())) || !c.WorkersAuto || c.Poll != dataplane.PollAdaptive || c.LANInterface != "eth1" || c.RouterAddr() != 0xc0a80101 || c.LANNet() != 0xc0a80100 ||
 		c.Up.Rate != 450e6 || c.Down.Rate != 900e6 || c.PPPoE.Username != "user@isp.example" {
 		t.Fatalf("parsed %+v", c)
 	}

@@ -107,7 +107,13 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		RouterMAC: r.lanMAC, RouterAddr: cfg.RouterAddr(), LANNet: cfg.LANNet(), LANBits: cfg.LANAddr.Bits(),
 		PortLo: cfg.PortLo, PortHi: cfg.PortHi, NAT: cfg.NAT, Up: cfg.Up, Down: cfg.Down,
 		NoFirewall6: cfg.NoFirewall6, Allow6: cfg.Firewall6Allow(),
-		Pin: pin.PinNth, ThreadCPU: pin.ThreadCPUNanos,
+		Pin: pin.PinNth, ThreadCPU: pin.ThreadCPUNanos, Poll: cfg.Poll,
+	}
+	if cpus := cfg.CPUs; len(cpus) > 0 {
+		dc.Pin = func(n int) error { return pin.Pin(cpus[n%len(cpus)]) }
+	}
+	if cfg.WorkersAuto {
+		logf("pppfwd: workers auto: %d on %d CPUs (set workers to choose)", cfg.Workers, len(pin.Allowed()))
 	}
 	if r.e, err = dataplane.New(dc); err != nil {
 		r.Close()
