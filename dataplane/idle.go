@@ -76,6 +76,9 @@ type idler struct {
 	// ready (at most every maxSleep while idle): ports that show a
 	// removed interface only when probed are probed then.
 	timedOut func()
+	// beforeSleep, if set, runs before each sleep (a worker publishes
+	// its counters and CPU time then, not at every empty poll).
+	beforeSleep func()
 }
 
 // newIdler builds the idle state of a thread receiving from queues qs of
@@ -144,6 +147,9 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 	}
 	if timeout < 0 || timeout > maxSleep {
 		timeout = maxSleep
+	}
+	if d.beforeSleep != nil {
+		d.beforeSleep()
 	}
 	d.wk.sleeping.Store(true)
 	if stop.Load() || d.ready() {

@@ -171,6 +171,7 @@ func (w *Worker) loop(stop *atomic.Bool, ready func()) {
 	lanF, _ := w.cfg.LAN.(nic.Flusher)
 	wanF, _ := w.cfg.WAN.(nic.Flusher)
 	d := w.idler()
+	d.beforeSleep = func() { w.publish(cpu0, true) }
 	ready()
 	for iter := uint(0); !stop.Load(); iter++ {
 		// After an empty poll, poll again only when a source has work
@@ -181,14 +182,16 @@ func (w *Worker) loop(stop *atomic.Bool, ready func()) {
 		} else {
 			if d.idle == 0 {
 				// Idle: push out anything a port still holds, and
-				// publish, so a quiet engine's counters are exact.
+				// publish, so a quiet engine's counters are exact (its
+				// CPU time is published before it sleeps: the thread
+				// CPU clock is a system call).
 				if lanF != nil {
 					_ = lanF.Flush(w.id)
 				}
 				if wanF != nil {
 					_ = wanF.Flush(w.id)
 				}
-				w.publish(cpu0, true)
+				w.publish(cpu0, false)
 			}
 			d.empty(stop)
 		}
