@@ -102,8 +102,10 @@ type Config struct {
 	BlockSize int
 	Blocks    int
 	// BlockTimeout retires a partly filled RX block after this long
-	// (millisecond granularity, default 1 ms).
+	// (millisecond granularity, default 1 ms; RxBlocks only).
 	BlockTimeout time.Duration
+	// RxRing is the RX (and TX) ring's layout (default RxFrames).
+	RxRing RxRing
 	// TxMode is how Send hands frames to the kernel (default TxAuto).
 	TxMode TxMode
 	// TxFrames is the number of TX ring slots per queue (default 1024,
@@ -120,6 +122,29 @@ type Config struct {
 	// equal Queues. When the program cannot be loaded or attached, the
 	// group uses Fanout instead, and Port.FanoutOwner reports why.
 	FanoutOwner *OwnerSpec
+}
+
+// RxRing is the TPACKET version of a port's rings.
+type RxRing uint8
+
+const (
+	// RxFrames (TPACKET_V2): one slot per frame, handed to user space as
+	// it arrives and waking a sleeping reader at once: no added delay at
+	// low rates. The default.
+	RxFrames RxRing = iota
+	// RxBlocks (TPACKET_V3): frames packed into blocks handed over when
+	// full or after BlockTimeout (rounded up to the kernel's tick): fewer
+	// status words per frame at high rates, up to BlockTimeout of delay
+	// (and a wakeup only per block) at low ones.
+	RxBlocks
+)
+
+// String names the ring.
+func (r RxRing) String() string {
+	if r == RxBlocks {
+		return "blocks (TPACKET_V3)"
+	}
+	return "frames (TPACKET_V2)"
 }
 
 // QueueStats are one queue's counters. Kernel figures come from

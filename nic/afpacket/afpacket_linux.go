@@ -42,6 +42,17 @@ const (
 	// TX data offset: TPACKET3_HDRLEN - sizeof(struct sockaddr_ll).
 	txDataOff = hdrLen
 
+	// struct tpacket2_hdr (RxFrames): status, len, snaplen, mac, net,
+	// sec, nsec, vlan_tci, vlan_tpid; TPACKET2_HDRLEN - sizeof(struct
+	// sockaddr_ll) is the TX data offset.
+	h2Status   = 0
+	h2Len      = 4
+	h2Snaplen  = 8
+	h2Mac      = 12
+	h2VlanTCI  = 24
+	h2VlanTPID = 26
+	tx2DataOff = 32
+
 	frameSize   = 2048
 	txBlockSize = 1 << 16
 )
@@ -55,6 +66,11 @@ type queue struct {
 	bsz  int // RX block size
 	nblk int
 
+	// v2: the rings are TPACKET_V2 (RxFrames): RX slot nslot frames,
+	// cursor slot; otherwise TPACKET_V3 blocks with cursor blk, left, off.
+	v2    bool
+	nslot int
+	slot  int
 	// RX cursor (consumer only).
 	blk  int
 	left uint32
@@ -88,7 +104,8 @@ const mmsgBatch = 256
 // makes no system call and would not notice otherwise.
 const linkCheckEvery = 1024
 
-// Port is a nic.Port over TPACKET_V3 packet sockets.
+// Port is a nic.Port over TPACKET_V2 (RxFrames) or TPACKET_V3 (RxBlocks)
+// packet sockets.
 type Port struct {
 	name    string
 	ifindex int
@@ -286,7 +303,11 @@ func openQueue(ifindex int, cfg Config, efd int) (q *queue, err error) {
 		}
 		return nil
 	}
-	if err = opt("PACKET_VERSION", unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
+	version := unix.TPACKET_V3
+	if cfg.RxRing == RxFrames {
+		version = unix.TPACKET_V2
+	}
+	if err = opt("PACKET_VERSION", unix.PACKET_VERSION, version); err != nil {
 		return nil, err
 	}
 	// Skip malformed TX frames instead of stopping the ring (must come
@@ -300,6 +321,10 @@ func openQueue(ifindex int, cfg Config, efd int) (q *queue, err error) {
 		Frame_size:     frameSize,
 		Frame_nr:       uint32(cfg.Blocks * (cfg.BlockSize / frameSize)),
 		Retire_blk_tov: uint32((cfg.BlockTimeout + time.Millisecond - 1) / time.Millisecond),
+	}
+	if cfg.RxRing == RxFrames {
+		// A V2 socket reads the leading struct tpacket_req of req3.
+		rxReq.Retire_blk_tov = 0
 	}
 	if err = unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &rxReq); err != nil {
 		return nil, fmt.Errorf("afpacket: PACKET_RX_RING: %w", err)
@@ -342,7 +367,8 @@ func openQueue(ifindex int, cfg Config, efd int) (q *queue, err error) {
 		return nil, fmt.Errorf("afpacket: bind to ifindex %d: %w", ifindex, err)
 	}
 	q = &queue{fd: fd, efd: efd, mem: mem, rx: mem[:rxSize:rxSize], tx: mem[rxSize:],
-		bsz: cfg.BlockSize, nblk: cfg.Blocks, txSlots: txBlocks * perBlock}
+		bsz: cfg.BlockSize, nblk: cfg.Blocks, txSlots: txBlocks * perBlock,
+		v2: cfg.RxRing == RxFrames, nslot: int(rxReq.Frame_nr)}
 	if cfg.TxMode == TxCopy {
 		q.mm, q.iov = make([]mmsghdr, mmsgBatch), make([]unix.Iovec, mmsgBatch)
 		for i := range q.mm {
@@ -395,7 +421,10 @@ func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
 	var n int
 	var bytes, over, csum, gso uint64
 	rx := q.rx
-	for n < len(frames) {
+	if q.v2 {
+		n, bytes, over, csum, gso = q.recvFrames(qi, frames)
+	}
+	for !q.v2 && n < len(frames) {
 		if q.left == 0 {
 			b := q.blk * q.bsz
 			if loadStatus(rx, b+bdStatus)&unix.TP_STATUS_USER == 0 {
@@ -442,25 +471,7 @@ func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
 		if snap != plen || snap > max || snap < 14 || mac+snap > end {
 			over++
 		} else {
-			f := frames[n]
-			f.Off = nic.Headroom
-			f.Queue = uint16(qi)
-			buf := f.Buf[nic.Headroom:]
-			if vlan {
-				tpid := uint16(0x8100)
-				if st&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
-					tpid = ne.Uint16(rx[h+hVlanTPID:])
-				}
-				copy(buf[:12], rx[mac:mac+12])
-				binary.BigEndian.PutUint16(buf[12:], tpid)
-				binary.BigEndian.PutUint16(buf[14:], uint16(ne.Uint32(rx[h+hVlanTCI:])))
-				copy(buf[16:], rx[mac+12:mac+snap])
-				f.Len = snap + 4
-			} else {
-				copy(buf, rx[mac:mac+snap])
-				f.Len = snap
-			}
-			bytes += uint64(f.Len)
+			bytes += uint64(deliver(frames[n], qi, rx[mac:mac+snap], vlan, st, uint16(ne.Uint32(rx[h+hVlanTCI:])), ne.Uint16(rx[h+hVlanTPID:])))
 			n++
 		}
 		if q.left == 0 {
@@ -486,6 +497,67 @@ func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// deliver copies the frame data (its VLAN tag put back when the kernel
+// stripped it: vlan, with tci and, if st says it is valid, tpid) into f
+// at nic.Headroom and returns its length. The caller checked that the
+// frame fits.
+func deliver(f *nic.Frame, qi int, data []byte, vlan bool, st uint32, tci, tpid uint16) int {
+	f.Off = nic.Headroom
+	f.Queue = uint16(qi)
+	buf := f.Buf[nic.Headroom:]
+	if !vlan {
+		f.Len = copy(buf, data)
+		return f.Len
+	}
+	if st&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
+		tpid = 0x8100
+	}
+	copy(buf[:12], data[:12])
+	binary.BigEndian.PutUint16(buf[12:], tpid)
+	binary.BigEndian.PutUint16(buf[14:], tci)
+	copy(buf[16:], data[12:])
+	f.Len = len(data) + 4
+	return f.Len
+}
+
+// recvFrames is Recv over a TPACKET_V2 ring: each slot is one frame,
+// user space's from TP_STATUS_USER until it stores TP_STATUS_KERNEL.
+func (q *queue) recvFrames(qi int, frames []*nic.Frame) (n int, bytes, over, csum, gso uint64) {
+	rx := q.rx
+	for n < len(frames) {
+		h := q.slot * frameSize
+		st := loadStatus(rx, h+h2Status)
+		if st&unix.TP_STATUS_USER == 0 {
+			break
+		}
+		snap := int(ne.Uint32(rx[h+h2Snaplen:]))
+		plen := int(ne.Uint32(rx[h+h2Len:]))
+		mac := h + int(ne.Uint16(rx[h+h2Mac:]))
+		if st&unix.TP_STATUS_CSUMNOTREADY != 0 {
+			csum++
+		}
+		if st&unix.TP_STATUS_GSO_TCP != 0 {
+			gso++
+		}
+		vlan := st&unix.TP_STATUS_VLAN_VALID != 0
+		max := nic.MaxData
+		if vlan {
+			max -= 4
+		}
+		if snap != plen || snap > max || snap < 14 || mac < h+h2VlanTPID+2 || mac+snap > h+frameSize {
+			over++
+		} else {
+			bytes += uint64(deliver(frames[n], qi, rx[mac:mac+snap], vlan, st, ne.Uint16(rx[h+h2VlanTCI:]), ne.Uint16(rx[h+h2VlanTPID:])))
+			n++
+		}
+		storeStatus(rx, h+h2Status, unix.TP_STATUS_KERNEL)
+		if q.slot++; q.slot == q.nslot {
+			q.slot = 0
+		}
+	}
+	return
 }
 
 // linkGone reports whether the interface q's socket is bound to has been
@@ -528,6 +600,9 @@ func (q *queue) releaseBlock() {
 
 // rxReady reports whether Recv would find a frame.
 func (q *queue) rxReady() bool {
+	if q.v2 {
+		return loadStatus(q.rx, q.slot*frameSize+h2Status)&unix.TP_STATUS_USER != 0
+	}
 	return q.left > 0 || loadStatus(q.rx, q.blk*q.bsz+bdStatus)&unix.TP_STATUS_USER != 0
 }
 
@@ -554,24 +629,30 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 	tx := q.tx
 	var accepted, queued int
 	var bytes, over, wrong uint64
+	stOff, dataOff := q.txLayout()
 	for _, f := range frames {
 		slot := q.txHead * frameSize
-		st := loadStatus(tx, slot+hStatus)
+		st := loadStatus(tx, slot+stOff)
 		if st == unix.TP_STATUS_WRONG_FORMAT {
 			wrong++
 		} else if st != unix.TP_STATUS_AVAILABLE {
 			break
 		}
 		accepted++
-		if f.Len > frameSize-txDataOff || f.Len == 0 || !f.InBounds() {
+		if f.Len > frameSize-dataOff || f.Len == 0 || !f.InBounds() {
 			over++
 			continue
 		}
-		copy(tx[slot+txDataOff:slot+frameSize], f.Buf[f.Off:f.Off+f.Len])
-		ne.PutUint32(tx[slot+hNextOffset:], 0)
-		ne.PutUint32(tx[slot+hSnaplen:], uint32(f.Len))
-		ne.PutUint32(tx[slot+hLen:], uint32(f.Len))
-		storeStatus(tx, slot+hStatus, unix.TP_STATUS_SEND_REQUEST)
+		copy(tx[slot+dataOff:slot+frameSize], f.Buf[f.Off:f.Off+f.Len])
+		if q.v2 {
+			ne.PutUint32(tx[slot+h2Len:], uint32(f.Len))
+			ne.PutUint32(tx[slot+h2Snaplen:], uint32(f.Len))
+		} else {
+			ne.PutUint32(tx[slot+hNextOffset:], 0)
+			ne.PutUint32(tx[slot+hSnaplen:], uint32(f.Len))
+			ne.PutUint32(tx[slot+hLen:], uint32(f.Len))
+		}
+		storeStatus(tx, slot+stOff, unix.TP_STATUS_SEND_REQUEST)
 		bytes += uint64(f.Len)
 		queued++
 		q.txHead++
@@ -589,6 +670,14 @@ func (p *Port) Send(qi int, frames []*nic.Frame) (int, error) {
 		}
 	}
 	return accepted, nil
+}
+
+// txLayout returns the TX slot's status and data offsets.
+func (q *queue) txLayout() (status, data int) {
+	if q.v2 {
+		return h2Status, tx2DataOff
+	}
+	return hStatus, txDataOff
 }
 
 // tally counts one Send: of offered frames, accepted were taken (sent,
@@ -698,7 +787,8 @@ func (p *Port) TxPending(qi int) int {
 	}
 	n := 0
 	for i := 0; i < q.txSlots; i++ {
-		if st := loadStatus(q.tx, i*frameSize+hStatus); st == unix.TP_STATUS_SEND_REQUEST || st == unix.TP_STATUS_SENDING {
+		stOff, _ := q.txLayout()
+		if st := loadStatus(q.tx, i*frameSize+stOff); st == unix.TP_STATUS_SEND_REQUEST || st == unix.TP_STATUS_SENDING {
 			n++
 		}
 	}
@@ -824,7 +914,8 @@ func (p *Port) Close() error {
 }
 
 // PollFD implements nic.Pollable: queue qi's socket, readable when a
-// block is handed to userspace (full or past its BlockTimeout).
+// frame (RxFrames) or a block (RxBlocks: full or past its BlockTimeout)
+// is handed to user space.
 func (p *Port) PollFD(qi int) int {
 	if qi < 0 || qi >= len(p.q) {
 		return -1
