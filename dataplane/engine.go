@@ -203,6 +203,7 @@ func (e *Engine) Start() {
 	e.started = true
 	e.stop.Store(false)
 	e.makeBells()
+	raiseProcs(len(e.workers) + int(e.cfg.Steer))
 	for _, w := range e.workers {
 		e.wg.Add(1)
 		e.ready.Add(1)
@@ -576,3 +577,16 @@ func (e *Engine) ControlIdle() <-chan struct{} {
 
 // ControlAwake ends a wait ControlIdle began.
 func (e *Engine) ControlAwake() { e.ctlWaker.sleeping.Store(false) }
+
+// raiseProcs makes sure the Go scheduler has a P for each of threads
+// locked polling threads beyond one per CPU. A thread waking from its
+// sleep in the kernel must take a P before it runs Go code; with only
+// one per CPU, a P held by other goroutines (the control plane, a
+// generator in the same process) delays the first frame after a sleep
+// by a scheduling round, milliseconds in the tail. The OS still
+// schedules threads onto CPUs: an idle worker holds neither.
+func raiseProcs(threads int) {
+	if want := runtime.NumCPU() + threads; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+}

@@ -22,9 +22,10 @@ type FwdConfig struct {
 	XDPMode afxdp.Mode
 	// AFPacketTx is the afpacket ports' TX mode (afpacket only).
 	AFPacketTx afpacket.TxMode
-	Shape      shaper.Spec // Rate 0: no shaper
-	Flows      []Flow      // their hosts become the engine's LAN neighbours
-	CPUs       []int       // worker k is pinned to CPUs[k%len]; nil: no pinning
+	Poll       dataplane.PollMode // the workers' idle policy
+	Shape      shaper.Spec        // Rate 0: no shaper
+	Flows      []Flow             // their hosts become the engine's LAN neighbours
+	CPUs       []int              // worker k is pinned to CPUs[k%len]; nil: no pinning
 	// RingSize is the engine's inter-core ring size (0: its default).
 	// Tests on a busy machine raise it: a descheduled worker's redirect
 	// ring (RingSize/4) is what overflows first.
@@ -78,7 +79,7 @@ func StartEngine(lan, wan nic.Port, c FwdConfig) (*Forwarder, error) {
 		RouterMAC: pipeline.RouterMAC, RouterAddr: pipeline.RouterAddr,
 		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
 		Up: c.Shape, Down: c.Shape, RingSize: c.RingSize,
-		ThreadCPU: pin.ThreadCPUNanos,
+		ThreadCPU: pin.ThreadCPUNanos, Poll: c.Poll,
 	}
 	cfg.NAT.Capacity = 4*len(c.Flows) + 1024
 	if len(c.CPUs) > 0 {

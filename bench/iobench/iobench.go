@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/shaper"
 )
@@ -79,6 +80,8 @@ type Options struct {
 	XDPMode string
 	// GenCPU is the generator's CPU (0); the forwarder gets the others.
 	GenCPU int
+	// Poll is pppfwd's workers' idle policy (adaptive).
+	Poll dataplane.PollMode
 	// NoPin disables pinning and RPS.
 	NoPin bool
 	// SkipKernel skips the kernel baseline.
@@ -168,6 +171,7 @@ type Result struct {
 	Bench     string  `json:"bench"`
 	Backend   string  `json:"backend"`
 	XDPMode   string  `json:"xdp_mode,omitempty"`
+	Poll      string  `json:"poll"`
 	TxMode    string  `json:"afpacket_tx,omitempty"` // afpacket's TX mode in use
 	Size      int     `json:"size"`
 	Workers   int     `json:"workers"`

@@ -248,7 +248,7 @@ func Run(o Options) (*Result, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("iobench: needs root (CAP_SYS_ADMIN for namespaces, CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF for afxdp)")
 	}
-	res := &Result{Bench: "io", Backend: o.Backend, Size: o.Size, Workers: o.Workers, Flows: o.Flows,
+	res := &Result{Bench: "io", Backend: o.Backend, Poll: o.Poll.String(), Size: o.Size, Workers: o.Workers, Flows: o.Flows,
 		Duration: o.Duration.Seconds(), Rate: o.Rate, Shaper: "off", GenCPU: -1,
 		Drops: map[string]uint64{}, PortDrops: map[string]uint64{}}
 	if o.Shape.Rate != 0 {
@@ -361,7 +361,7 @@ func Run(o Options) (*Result, error) {
 		upRx, upRedirected uint64
 	}
 	pppfwdRound := func() (*Side, *engineFigures, error) {
-		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx,
+		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, Poll: o.Poll,
 			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs})
 		if err != nil {
 			return nil, nil, err

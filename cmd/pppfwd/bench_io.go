@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/iobench"
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/shaper"
 )
@@ -36,6 +37,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	rounds := fs.Int("rounds", 2, "alternate the kernel, pppfwd (and floor) measurements this many times; the best of each is reported")
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
 	lossTol := fs.Float64("loss-tolerance", 0.01, "loss fraction a measurement may have (rate search)")
+	poll := fs.String("poll", "adaptive", "pppfwd's workers' idle policy: adaptive, busy or block")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -47,6 +49,16 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
 		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Latency: *latency, Search: *search, LossTolerance: *lossTol, Rounds: *rounds}
+	switch *poll {
+	case "adaptive":
+	case "busy":
+		o.Poll = dataplane.PollBusy
+	case "block":
+		o.Poll = dataplane.PollBlock
+	default:
+		fmt.Fprintf(stderr, "pppfwd: --poll %q: want adaptive, busy or block\n", *poll)
+		return 2
+	}
 	var err error
 	if o.AFPacketTx, err = afpacket.ParseTxMode(*afpTx); err != nil {
 		fmt.Fprintf(stderr, "pppfwd: --afpacket-tx: %v\n", err)
