@@ -23,6 +23,7 @@ Scenarios:
   io         pppfwd on afpacket/afxdp over veth against the kernel's forward + masquerade
   soak       the namespace lab at 80 % of its capacity for a long time: RSS, goroutines, fds, NAT trends
   idle       the namespace lab's router, session up, no traffic: CPU share, wakeups and system calls per second
+  share      bulk TCP through the lab's router while busy loops run on the same cores: what each keeps
 `
 
 func benchMain(args []string, stdout, stderr io.Writer) int {
@@ -43,6 +44,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		return benchSoak(args[1:], stdout, stderr)
 	case "idle":
 		return benchIdle(args[1:], stdout, stderr)
+	case "share":
+		return benchShare(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return 0
