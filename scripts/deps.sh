@@ -13,6 +13,8 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v nft >/dev/null || need+=(nftables)
 command -v ethtool >/dev/null || need+=(ethtool)
 command -v ping >/dev/null || need+=(iputils-ping)
+# strace counts an idle router's system calls (pppfwd bench idle).
+command -v strace >/dev/null || need+=(strace)
 # Prometheus and promtool: the lab scrapes a running router (bench/lab).
 command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)
 if [ "${#need[@]}" -gt 0 ]; then
