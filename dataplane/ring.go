@@ -1,6 +1,3 @@
-// Package dataplane is pppfwd's per-core forwarding engine: the worker loop,
-// WAN steering, SPSC batch rings, routing, MSS clamping, ICMP errors and
-// drop accounting.
 package dataplane
 
 import (

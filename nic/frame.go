@@ -1,6 +1,3 @@
-// Package nic defines pppfwd's packet I/O contract: fixed-size frames with
-// headroom, and the batch Port interface every backend (memport, afpacket,
-// afxdp, netmap, tap) implements.
 package nic
 
 import "errors"

@@ -1,8 +1,3 @@
-// Package idle is `pppfwd bench idle`: the namespace lab's router with its
-// PPPoE session up and no traffic, measured for what it costs the box:
-// CPU share, wakeups (context switches) and system calls per second.
-//
-// It imports the lab (bench/lab) and the standard library; Linux only.
 package idle
 
 import (

@@ -1,13 +1,3 @@
-// Package lab is pppfwd's network-namespace lab, all in namespaces it
-// creates (Linux, root):
-//
-//	lan host --veth-- pppfwd router --veth-- ISP --veth-- Internet host
-//
-// The ISP runs pppfwd's own access concentrator on a raw socket and
-// forwards the session's data to an upstream TAP device, so the ISP
-// namespace's kernel routes it to the Internet host (203.0.113.7), which
-// answers ping and runs a UDP echo service (port 7). Tests and
-// `pppfwd lab` share it.
 package lab
 
 import (

@@ -1,6 +1,3 @@
-// Package pipeline is the synthetic benchmark of pppfwd's whole dataplane
-// (steering, PPPoE decap/encap, NAT, MSS clamp, shaper, both directions)
-// over in-memory ports replaying pre-built traffic.
 package pipeline
 
 import (

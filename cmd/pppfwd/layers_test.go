@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -96,6 +97,9 @@ func TestLayers(t *testing.T) {
 				t.Fatal(err)
 			}
 			n++
+			if !slices.Contains(p.GoFiles, "doc.go") {
+				t.Errorf("%s (%s) has no doc.go: each package opens with one (its job, what it may import)", p.ImportPath, goos)
+			}
 			from, fr, ok := room(p.ImportPath)
 			if !ok {
 				t.Errorf("%s: package in no room of the layer table", p.ImportPath)

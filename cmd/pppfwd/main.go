@@ -1,5 +1,3 @@
-// Command pppfwd is a userspace PPPoE WAN fast path: it terminates the
-// PPPoE session, NATs and shapes both directions on every core.
 package main
 
 import (

@@ -1,7 +1,3 @@
-// Package router assembles a running pppfwd router from a configuration
-// file: ports on the chosen backend, the dataplane engine, the control
-// plane and the PPPoE client. cmd/pppfwd's "run" command is a thin shell
-// around it, and the namespace lab uses it as is.
 package router
 
 import (

@@ -1,8 +1,3 @@
-// Package ethtool switches a network interface's offload features through
-// the SIOCETHTOOL ioctl (no ethtool binary needed). pppfwd turns off every
-// offload that coalesces frames (GRO, LRO, TSO, GSO) so that the dataplane
-// and the shaper never see superframes. Driver reads an interface's driver
-// name (afpacket picks its TX mode by it).
 package ethtool
 
 import "fmt"
