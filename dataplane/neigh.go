@@ -50,15 +50,14 @@ func neighSize(n int) int {
 
 // Neighbors is the IPv4 -> MAC table for the LAN.
 type Neighbors struct {
-	slots []neighSlot
-	mask  uint32
-	used  int // slots with a key, tombstones included (writer only)
-	live  atomic.Int64
-}
-
-type neighSlot struct {
-	key atomic.Uint32 // 0: empty (0.0.0.0 is never a neighbour)
-	mac atomic.Uint64
+	// keys[i] and macs[i] are slot i: keys is probed densely (16 to a
+	// cache line), the MAC read once the key matched. A key 0 is an
+	// empty slot (0.0.0.0 is never a neighbour).
+	keys []atomic.Uint32
+	macs []atomic.Uint64
+	mask uint32
+	used int // slots with a key, tombstones included (writer only)
+	live atomic.Int64
 }
 
 // NewNeighbors builds a table from m.
@@ -72,7 +71,7 @@ func NewNeighbors(m map[uint32][6]byte) *Neighbors {
 
 func newNeighbors(live int) *Neighbors {
 	size := neighSize(live)
-	return &Neighbors{slots: make([]neighSlot, size), mask: uint32(size - 1)}
+	return &Neighbors{keys: make([]atomic.Uint32, size), macs: make([]atomic.Uint64, size), mask: uint32(size - 1)}
 }
 
 func neighHash(ip uint32) uint32 { return (ip * 0x9e3779b1) >> 7 }
@@ -82,18 +81,15 @@ func (n *Neighbors) Lookup(ip uint32) ([6]byte, bool) {
 	if n == nil || ip == 0 {
 		return [6]byte{}, false
 	}
-	for i := neighHash(ip) & n.mask; ; i = (i + 1) & n.mask {
-		s := &n.slots[i]
-		switch s.key.Load() {
-		case ip:
-			if w := s.mac.Load(); w&macValid != 0 {
-				return unpackMAC(w), true
-			}
-			return [6]byte{}, false
-		case 0:
+	i := neighHash(ip) & n.mask
+	for k := n.keys[i].Load(); k != ip; k = n.keys[i].Load() {
+		if k == 0 {
 			return [6]byte{}, false
 		}
+		i = (i + 1) & n.mask
 	}
+	w := n.macs[i].Load()
+	return unpackMAC(w), w&macValid != 0
 }
 
 // put sets ip's MAC in place when it has room (writer only) and reports
@@ -103,19 +99,18 @@ func (n *Neighbors) put(ip uint32, mac [6]byte) bool {
 		return true
 	}
 	for i := neighHash(ip) & n.mask; ; i = (i + 1) & n.mask {
-		s := &n.slots[i]
-		switch s.key.Load() {
+		switch n.keys[i].Load() {
 		case ip:
-			if s.mac.Swap(packMAC(mac))&macValid == 0 {
+			if n.macs[i].Swap(packMAC(mac))&macValid == 0 {
 				n.live.Add(1)
 			}
 			return true
 		case 0:
-			if 2*(n.used+1) > len(n.slots) {
+			if 2*(n.used+1) > len(n.keys) {
 				return false
 			}
-			s.mac.Store(packMAC(mac))
-			s.key.Store(ip) // publishes the slot
+			n.macs[i].Store(packMAC(mac))
+			n.keys[i].Store(ip) // publishes the slot
 			n.used++
 			n.live.Add(1)
 			return true
@@ -130,7 +125,7 @@ func (n *Neighbors) set(ip uint32, mac [6]byte) *Neighbors {
 		return n
 	}
 	t := NewNeighbors(n.Map())
-	if t.used+1 > len(t.slots)/2 {
+	if t.used+1 > len(t.keys)/2 {
 		t = newNeighbors(int(n.live.Load()) + 1)
 		for ip, mac := range n.Map() {
 			t.put(ip, mac)
@@ -146,10 +141,9 @@ func (n *Neighbors) del(ip uint32) {
 		return
 	}
 	for i := neighHash(ip) & n.mask; ; i = (i + 1) & n.mask {
-		s := &n.slots[i]
-		switch s.key.Load() {
+		switch n.keys[i].Load() {
 		case ip:
-			if s.mac.Swap(0)&macValid != 0 {
+			if n.macs[i].Swap(0)&macValid != 0 {
 				n.live.Add(-1)
 			}
 			return
@@ -173,10 +167,9 @@ func (n *Neighbors) Map() map[uint32][6]byte {
 	if n == nil {
 		return m
 	}
-	for i := range n.slots {
-		s := &n.slots[i]
-		if k := s.key.Load(); k != 0 {
-			if w := s.mac.Load(); w&macValid != 0 {
+	for i := range n.keys {
+		if k := n.keys[i].Load(); k != 0 {
+			if w := n.macs[i].Load(); w&macValid != 0 {
 				m[k] = unpackMAC(w)
 			}
 		}
