@@ -16,6 +16,7 @@ import (
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/afxdp"
 	"github.com/pppfwd/pppfwd/nic/tap"
 	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/shaper"
@@ -55,6 +56,16 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 	cfg = &own
 	r := &Router{cfg: cfg, logf: logf, lan: ports.LAN, wan: ports.WAN, lanMAC: ports.LANMAC, wanMAC: ports.WANMAC}
 	var err error
+	if cfg.Backend == "afxdp" && ports.LAN == nil && ports.WAN == nil {
+		// An AF_XDP socket binds to one RX queue: more workers than an
+		// interface has queues cannot all get one (a single-queue NIC,
+		// veth).
+		if q := min(afxdp.InterfaceQueues(cfg.LANInterface), afxdp.InterfaceQueues(cfg.WANInterface)); cfg.Workers > q {
+			logf("pppfwd: afxdp: %s and %s have %d queue(s) between them: %d worker(s) instead of %d (raise the queues with ethtool -L, or set workers)",
+				cfg.LANInterface, cfg.WANInterface, q, q, cfg.Workers)
+			cfg.Workers = q
+		}
+	}
 	if r.lan == nil {
 		if r.lanMAC, err = ifaceMAC(cfg.LANInterface); err != nil {
 			return nil, err

@@ -343,3 +343,13 @@ func (p *Port) PollFD(q int) int {
 func (p *Port) RxReady(q int) bool {
 	return uint(q) < uint(len(p.qs)) && p.qs[q].rx.consAvail(1) > 0
 }
+
+// InterfaceQueues returns how many RX queues ifname's driver reports
+// (ethtool channels; 1 when it reports none): an AF_XDP socket binds to
+// one of them, so a port can have at most this many.
+func InterfaceQueues(ifname string) int {
+	if rx, _, comb, err := ethtoolChannels(ifname); err == nil {
+		return max(int(rx), int(comb), 1)
+	}
+	return 1
+}

@@ -31,3 +31,6 @@ func (p *Port) Wait(q int, timeout time.Duration) error { return errGOOS }
 
 // Close does nothing.
 func (p *Port) Close() error { return nil }
+
+// InterfaceQueues returns 1: AF_XDP exists only on Linux.
+func InterfaceQueues(ifname string) int { return 1 }
