@@ -73,7 +73,9 @@ func TestControlSocket(t *testing.T) {
 		if resp, err = ControlRequest(sock, "status"); err != nil {
 			t.Fatal(err)
 		}
-		if len(resp.Status.Workers) == 1 && resp.Status.Workers[0].Drops["not_our_mac"] == 1 || time.Now().After(deadline) {
+		// The client leaves idle for discovery on its own goroutine: wait
+		// for it as for the drop.
+		if len(resp.Status.Workers) == 1 && resp.Status.Workers[0].Drops["not_our_mac"] == 1 && resp.Status.State == "discovery" || time.Now().After(deadline) {
 			break
 		}
 	}
