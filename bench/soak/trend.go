@@ -28,6 +28,33 @@ func Slope(t, v []float64) float64 {
 	return sxy / sxx
 }
 
+// slopeSE is the standard error of Slope(t, v) (0 with fewer than three
+// points).
+func slopeSE(t, v []float64, slope float64) float64 {
+	n := min(len(t), len(v))
+	if n < 3 {
+		return 0
+	}
+	var mt, mv float64
+	for i := 0; i < n; i++ {
+		mt += t[i]
+		mv += v[i]
+	}
+	mt /= float64(n)
+	mv /= float64(n)
+	var sxx, ss float64
+	for i := 0; i < n; i++ {
+		dt := t[i] - mt
+		sxx += dt * dt
+		r := v[i] - mv - slope*dt
+		ss += r * r
+	}
+	if sxx == 0 {
+		return 0
+	}
+	return math.Sqrt(ss / float64(n-2) / sxx)
+}
+
 // Trend is the verdict on one gauge over the samples after warm-up.
 type Trend struct {
 	Name string `json:"name"`
@@ -35,6 +62,12 @@ type Trend struct {
 	// the span of the samples judged (what the fit says the gauge gained).
 	Slope  float64 `json:"slope_per_s"`
 	Growth float64 `json:"growth"`
+	// Supported is the growth the samples support (counts: the slope less
+	// two standard errors, times the span): a count that comes and goes
+	// with the load (open sockets, goroutines of live connections) does
+	// not pass for a leak by a chance tilt, a leak that keeps rising does
+	// not hide. Counts are judged by it.
+	Supported float64 `json:"supported_growth"`
 	Mean   float64 `json:"mean"`
 	Max    float64 `json:"max"`
 	// Limit is what Growth (Max for a bounded gauge) had to stay within.
@@ -107,7 +140,9 @@ func fit(name string, s Series, warmup float64) Trend {
 		return tr
 	}
 	tr.Slope = Slope(t, v)
-	tr.Growth = tr.Slope * (t[len(t)-1] - t[0])
+	span := t[len(t)-1] - t[0]
+	tr.Growth = tr.Slope * span
+	tr.Supported = (tr.Slope - 2*slopeSE(t, v, tr.Slope)) * span
 	tr.Max = math.Inf(-1)
 	for _, x := range v {
 		tr.Mean += x
@@ -126,10 +161,10 @@ func Judge(rss, goroutines, fds, nat Series, lim Limits) ([]Trend, bool) {
 	r.Flat = r.Skipped || r.Growth < r.Limit
 	g := fit("goroutines", goroutines, lim.Warmup)
 	g.Limit = lim.Count
-	g.Flat = g.Skipped || g.Growth <= g.Limit
+	g.Flat = g.Skipped || g.Supported <= g.Limit
 	f := fit("fds", fds, lim.Warmup)
 	f.Limit = lim.Count
-	f.Flat = f.Skipped || f.Growth <= f.Limit
+	f.Flat = f.Skipped || f.Supported <= f.Limit
 	n := fit("nat_entries", nat, lim.Warmup)
 	n.Limit = lim.NATBound
 	n.Flat = n.Skipped || lim.NATBound <= 0 || n.Max <= lim.NATBound
