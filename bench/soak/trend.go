@@ -68,8 +68,8 @@ type Trend struct {
 	// not pass for a leak by a chance tilt, a leak that keeps rising does
 	// not hide. Counts are judged by it.
 	Supported float64 `json:"supported_growth"`
-	Mean   float64 `json:"mean"`
-	Max    float64 `json:"max"`
+	Mean      float64 `json:"mean"`
+	Max       float64 `json:"max"`
 	// Limit is what Growth (Max for a bounded gauge) had to stay within.
 	Limit float64 `json:"limit"`
 	Flat  bool    `json:"flat"`
