@@ -418,13 +418,69 @@ func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var n int
-	var bytes, over, csum, gso uint64
-	rx := q.rx
+	var t rxTally
 	if q.v2 {
-		n, bytes, over, csum, gso = q.recvFrames(qi, frames)
+		q.recvFrames(&t, qi, frames)
+	} else {
+		q.recvBlocks(&t, qi, frames)
 	}
-	for !q.v2 && n < len(frames) {
+	n := t.n
+	if n > 0 {
+		q.rxPackets.Add(uint64(n))
+		q.rxBytes.Add(t.bytes)
+	}
+	if t.over != 0 {
+		q.oversize.Add(t.over)
+	}
+	if t.csum != 0 {
+		q.csumPartial.Add(t.csum)
+	}
+	if t.gso != 0 {
+		q.gso.Add(t.gso)
+	}
+	if n == 0 {
+		if q.idle++; q.idle%linkCheckEvery == 0 && p.linkGone(q) {
+			return 0, p.goneErr
+		}
+	}
+	return n, nil
+}
+
+// rxTally is one Recv's walk of a ring: frames delivered and their
+// bytes, and the per-frame counts the queue publishes afterwards.
+type rxTally struct {
+	n                      int
+	bytes, over, csum, gso uint64
+}
+
+// take counts ring frame of status st (snap of its plen bytes captured at
+// rx[mac:], which must lie within [start, end)) and delivers it into
+// frames[t.n] unless it is truncated or too long for a Frame.
+func (t *rxTally) take(frames []*nic.Frame, qi int, rx []byte, st uint32, mac, snap, plen, start, end int, tci, tpid uint16) {
+	if st&unix.TP_STATUS_CSUMNOTREADY != 0 {
+		t.csum++
+	}
+	if st&unix.TP_STATUS_GSO_TCP != 0 {
+		t.gso++
+	}
+	vlan := st&unix.TP_STATUS_VLAN_VALID != 0
+	max := nic.MaxData
+	if vlan {
+		max -= 4
+	}
+	if snap != plen || snap > max || snap < 14 || mac < start || mac+snap > end {
+		t.over++
+		return
+	}
+	t.bytes += uint64(deliver(frames[t.n], qi, rx[mac:mac+snap], vlan, st, tci, tpid))
+	t.n++
+}
+
+// recvBlocks is Recv over a TPACKET_V3 ring: blocks of frames, user
+// space's from TP_STATUS_USER until releaseBlock.
+func (q *queue) recvBlocks(t *rxTally, qi int, frames []*nic.Frame) {
+	rx := q.rx
+	for t.n < len(frames) {
 		if q.left == 0 {
 			b := q.blk * q.bsz
 			if loadStatus(rx, b+bdStatus)&unix.TP_STATUS_USER == 0 {
@@ -441,15 +497,11 @@ func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
 		h := q.off
 		if h+hdrLen > end {
 			// Corrupt block: give it back.
-			over++
+			t.over++
 			q.releaseBlock()
 			continue
 		}
 		next := int(ne.Uint32(rx[h+hNextOffset:]))
-		snap := int(ne.Uint32(rx[h+hSnaplen:]))
-		plen := int(ne.Uint32(rx[h+hLen:]))
-		st := ne.Uint32(rx[h+hStatus:])
-		mac := h + int(ne.Uint16(rx[h+hMac:]))
 		q.left--
 		q.off += next
 		if next == 0 {
@@ -457,46 +509,13 @@ func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
 			// frame: never walk the same header twice.
 			q.left = 0
 		}
-		if st&unix.TP_STATUS_CSUMNOTREADY != 0 {
-			csum++
-		}
-		if st&unix.TP_STATUS_GSO_TCP != 0 {
-			gso++
-		}
-		vlan := st&unix.TP_STATUS_VLAN_VALID != 0
-		max := nic.MaxData
-		if vlan {
-			max -= 4
-		}
-		if snap != plen || snap > max || snap < 14 || mac+snap > end {
-			over++
-		} else {
-			bytes += uint64(deliver(frames[n], qi, rx[mac:mac+snap], vlan, st, uint16(ne.Uint32(rx[h+hVlanTCI:])), ne.Uint16(rx[h+hVlanTPID:])))
-			n++
-		}
+		t.take(frames, qi, rx, ne.Uint32(rx[h+hStatus:]), h+int(ne.Uint16(rx[h+hMac:])),
+			int(ne.Uint32(rx[h+hSnaplen:])), int(ne.Uint32(rx[h+hLen:])), h, end,
+			uint16(ne.Uint32(rx[h+hVlanTCI:])), ne.Uint16(rx[h+hVlanTPID:]))
 		if q.left == 0 {
 			q.releaseBlock()
 		}
 	}
-	if n > 0 {
-		q.rxPackets.Add(uint64(n))
-		q.rxBytes.Add(bytes)
-	}
-	if over != 0 {
-		q.oversize.Add(over)
-	}
-	if csum != 0 {
-		q.csumPartial.Add(csum)
-	}
-	if gso != 0 {
-		q.gso.Add(gso)
-	}
-	if n == 0 {
-		if q.idle++; q.idle%linkCheckEvery == 0 && p.linkGone(q) {
-			return 0, p.goneErr
-		}
-	}
-	return n, nil
 }
 
 // deliver copies the frame data (its VLAN tag put back when the kernel
@@ -524,40 +543,22 @@ func deliver(f *nic.Frame, qi int, data []byte, vlan bool, st uint32, tci, tpid 
 
 // recvFrames is Recv over a TPACKET_V2 ring: each slot is one frame,
 // user space's from TP_STATUS_USER until it stores TP_STATUS_KERNEL.
-func (q *queue) recvFrames(qi int, frames []*nic.Frame) (n int, bytes, over, csum, gso uint64) {
+func (q *queue) recvFrames(t *rxTally, qi int, frames []*nic.Frame) {
 	rx := q.rx
-	for n < len(frames) {
+	for t.n < len(frames) {
 		h := q.slot * frameSize
 		st := loadStatus(rx, h+h2Status)
 		if st&unix.TP_STATUS_USER == 0 {
 			break
 		}
-		snap := int(ne.Uint32(rx[h+h2Snaplen:]))
-		plen := int(ne.Uint32(rx[h+h2Len:]))
-		mac := h + int(ne.Uint16(rx[h+h2Mac:]))
-		if st&unix.TP_STATUS_CSUMNOTREADY != 0 {
-			csum++
-		}
-		if st&unix.TP_STATUS_GSO_TCP != 0 {
-			gso++
-		}
-		vlan := st&unix.TP_STATUS_VLAN_VALID != 0
-		max := nic.MaxData
-		if vlan {
-			max -= 4
-		}
-		if snap != plen || snap > max || snap < 14 || mac < h+h2VlanTPID+2 || mac+snap > h+frameSize {
-			over++
-		} else {
-			bytes += uint64(deliver(frames[n], qi, rx[mac:mac+snap], vlan, st, ne.Uint16(rx[h+h2VlanTCI:]), ne.Uint16(rx[h+h2VlanTPID:])))
-			n++
-		}
+		t.take(frames, qi, rx, st, h+int(ne.Uint16(rx[h+h2Mac:])),
+			int(ne.Uint32(rx[h+h2Snaplen:])), int(ne.Uint32(rx[h+h2Len:])), h+h2VlanTPID+2, h+frameSize,
+			ne.Uint16(rx[h+h2VlanTCI:]), ne.Uint16(rx[h+h2VlanTPID:]))
 		storeStatus(rx, h+h2Status, unix.TP_STATUS_KERNEL)
 		if q.slot++; q.slot == q.nslot {
 			q.slot = 0
 		}
 	}
-	return
 }
 
 // linkGone reports whether the interface q's socket is bound to has been
