@@ -5,9 +5,16 @@ import "math"
 // Slope fits v = a + b*t by least squares and returns b (per unit of t).
 // Fewer than two points, or all at one t, give 0.
 func Slope(t, v []float64) float64 {
+	b, _ := fitLine(t, v)
+	return b
+}
+
+// fitLine returns Slope(t, v) and its standard error (0 with fewer than
+// three points).
+func fitLine(t, v []float64) (slope, se float64) {
 	n := min(len(t), len(v))
 	if n < 2 {
-		return 0
+		return 0, 0
 	}
 	var mt, mv float64
 	for i := 0; i < n; i++ {
@@ -23,36 +30,18 @@ func Slope(t, v []float64) float64 {
 		sxx += dt * dt
 	}
 	if sxx == 0 {
-		return 0
+		return 0, 0
 	}
-	return sxy / sxx
-}
-
-// slopeSE is the standard error of Slope(t, v) (0 with fewer than three
-// points).
-func slopeSE(t, v []float64, slope float64) float64 {
-	n := min(len(t), len(v))
+	slope = sxy / sxx
 	if n < 3 {
-		return 0
+		return slope, 0
 	}
-	var mt, mv float64
+	var ss float64
 	for i := 0; i < n; i++ {
-		mt += t[i]
-		mv += v[i]
-	}
-	mt /= float64(n)
-	mv /= float64(n)
-	var sxx, ss float64
-	for i := 0; i < n; i++ {
-		dt := t[i] - mt
-		sxx += dt * dt
-		r := v[i] - mv - slope*dt
+		r := v[i] - mv - slope*(t[i]-mt)
 		ss += r * r
 	}
-	if sxx == 0 {
-		return 0
-	}
-	return math.Sqrt(ss / float64(n-2) / sxx)
+	return slope, math.Sqrt(ss / float64(n-2) / sxx)
 }
 
 // Trend is the verdict on one gauge over the samples after warm-up.
@@ -139,10 +128,11 @@ func fit(name string, s Series, warmup float64) Trend {
 		tr.Skipped, tr.Flat = true, true
 		return tr
 	}
-	tr.Slope = Slope(t, v)
+	var se float64
+	tr.Slope, se = fitLine(t, v)
 	span := t[len(t)-1] - t[0]
 	tr.Growth = tr.Slope * span
-	tr.Supported = (tr.Slope - 2*slopeSE(t, v, tr.Slope)) * span
+	tr.Supported = (tr.Slope - 2*se) * span
 	tr.Max = math.Inf(-1)
 	for _, x := range v {
 		tr.Mean += x
