@@ -102,6 +102,16 @@ func (m PollMode) String() string {
 	return "adaptive"
 }
 
+// ParsePollMode reads a policy's config word (String's inverse).
+func ParsePollMode(s string) (PollMode, error) {
+	for _, m := range []PollMode{PollAdaptive, PollBusy, PollBlock} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("poll policy %q: want adaptive, busy or block", s)
+}
+
 // SteerMode chooses the steering thread.
 type SteerMode uint8
 

@@ -37,14 +37,9 @@ func benchIdle(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd: --backend %q: want afpacket or afxdp\n", o.Backend)
 		return 2
 	}
-	switch *poll {
-	case "adaptive":
-	case "busy":
-		o.Poll = dataplane.PollBusy
-	case "block":
-		o.Poll = dataplane.PollBlock
-	default:
-		fmt.Fprintf(stderr, "pppfwd: --poll %q: want adaptive, busy or block\n", *poll)
+	var perr error
+	if o.Poll, perr = dataplane.ParsePollMode(*poll); perr != nil {
+		fmt.Fprintf(stderr, "pppfwd: --poll: %v\n", perr)
 		return 2
 	}
 	var counts []int

@@ -49,14 +49,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
 		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Latency: *latency, Search: *search, LossTolerance: *lossTol, Rounds: *rounds}
-	switch *poll {
-	case "adaptive":
-	case "busy":
-		o.Poll = dataplane.PollBusy
-	case "block":
-		o.Poll = dataplane.PollBlock
-	default:
-		fmt.Fprintf(stderr, "pppfwd: --poll %q: want adaptive, busy or block\n", *poll)
+	var perr error
+	if o.Poll, perr = dataplane.ParsePollMode(*poll); perr != nil {
+		fmt.Fprintf(stderr, "pppfwd: --poll: %v\n", perr)
 		return 2
 	}
 	var err error

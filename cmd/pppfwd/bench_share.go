@@ -31,9 +31,9 @@ func benchShare(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	for _, p := range strings.Split(*polls, ",") {
-		m, ok := map[string]dataplane.PollMode{"adaptive": dataplane.PollAdaptive, "busy": dataplane.PollBusy, "block": dataplane.PollBlock}[strings.TrimSpace(p)]
-		if !ok {
-			fmt.Fprintf(stderr, "pppfwd: --poll %q: want adaptive, busy or block\n", p)
+		m, err := dataplane.ParsePollMode(strings.TrimSpace(p))
+		if err != nil {
+			fmt.Fprintf(stderr, "pppfwd: --poll: %v\n", err)
 			return 2
 		}
 		o.Polls = append(o.Polls, m)
