@@ -368,7 +368,7 @@ func (e *Engine) runSteer() {
 	d := e.steer.idler(e.cfg.Poll, &e.wakers[e.cfg.Workers])
 	e.ready.Done()
 	for iter := uint(0); !e.stop.Load(); iter++ {
-		if (d.idle == 0 || !d.canBlock || d.ready()) && e.steer.poll() > 0 {
+		if (d.idle == 0 || !d.canBlock || d.pending()) && e.steer.poll() > 0 {
 			d.busy()
 		} else {
 			if d.idle == 0 {
@@ -496,8 +496,7 @@ func (e *Engine) Send(d Dir, b []byte) error {
 	e.pickInject()
 	for i := range e.inject {
 		k := (e.injectCur + i) % len(e.inject)
-		if e.inject[k].Data.Push([]*nic.Frame{f}) == 1 {
-			e.inject[k].wake.wake()
+		if e.inject[k].push([]*nic.Frame{f}) == 1 {
 			return nil
 		}
 	}

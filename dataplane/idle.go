@@ -67,9 +67,12 @@ type idler struct {
 	spin     int  // PollAdaptive's budget of empty polls
 	idle     int  // empty polls since the last work
 	naps     int  // consecutive naps (ports without descriptors)
-	// ready reports, without a system call, whether a source has work;
-	// nextDue returns the wait until a timer of the thread's is due
-	// (negative: none; 0: due now).
+	// polled are the ports' queues the thread receives from that can
+	// say, without a system call, whether they hold a frame.
+	polled []polledQueue
+	// ready, if set, reports whether a source other than those ports has
+	// work (rings, frames to send); nextDue returns the wait until a
+	// timer of the thread's is due (negative: none; 0: due now).
 	ready   func() bool
 	nextDue func() time.Duration
 	// timedOut, if set, runs after a sleep that ended with no descriptor
@@ -81,6 +84,12 @@ type idler struct {
 	beforeSleep func()
 }
 
+// polledQueue is queue q of a port that is a nic.Pollable.
+type polledQueue struct {
+	p nic.Pollable
+	q int
+}
+
 // newIdler builds the idle state of a thread receiving from queues qs of
 // ports ps (pairs), with doorbell wk.
 func newIdler(mode PollMode, wk *waker, ports []nic.Port, queues []int) *idler {
@@ -90,8 +99,10 @@ func newIdler(mode PollMode, wk *waker, ports []nic.Port, queues []int) *idler {
 	}
 	for i, p := range ports {
 		fd := -1
-		if pp, ok := p.(nic.Pollable); ok {
+		pp, ok := p.(nic.Pollable)
+		if ok {
 			fd = pp.PollFD(queues[i])
+			d.polled = append(d.polled, polledQueue{pp, queues[i]})
 		}
 		if fd < 0 {
 			d.canBlock = false
@@ -100,6 +111,20 @@ func newIdler(mode PollMode, wk *waker, ports []nic.Port, queues []int) *idler {
 		d.set.Add(fd)
 	}
 	return d
+}
+
+// pending reports, without a system call or a clock read, whether a poll
+// would find work.
+func (d *idler) pending() bool {
+	if d.ready != nil && d.ready() {
+		return true
+	}
+	for _, pq := range d.polled {
+		if pq.p.RxReady(pq.q) {
+			return true
+		}
+	}
+	return false
 }
 
 // empty notes an empty poll and sleeps if the policy says so.
@@ -152,7 +177,7 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 		d.beforeSleep()
 	}
 	d.wk.sleeping.Store(true)
-	if stop.Load() || d.ready() {
+	if stop.Load() || d.pending() {
 		d.wk.sleeping.Store(false)
 		return false
 	}

@@ -8,9 +8,19 @@ import "github.com/pppfwd/pppfwd/nic"
 type pipe struct {
 	Data *spscRing
 	Ret  *spscRing
-	// wake is the consumer's: a producer that pushed into Data calls
-	// wake.wake() (frames given back on Ret wake nobody).
+	// wake is the consumer's: push wakes it (frames given back on Ret
+	// wake nobody).
 	wake *waker
+}
+
+// push puts fs on Data, wakes the consumer if any went, and returns how
+// many did (producer only).
+func (l *pipe) push(fs []*nic.Frame) int {
+	k := l.Data.Push(fs)
+	if k > 0 {
+		l.wake.wake()
+	}
+	return k
 }
 
 // newPipe returns a pipe whose data ring holds size frames, consumed by

@@ -331,10 +331,7 @@ func (s *steerer) push(l *pipe, fs []*nic.Frame) int {
 	if len(fs) == 0 {
 		return 0
 	}
-	k := l.Data.Push(fs)
-	if k > 0 {
-		l.wake.wake()
-	}
+	k := l.push(fs)
 	if k < len(fs) {
 		s.c.Drops[DropRingFull] += uint64(len(fs) - k)
 		s.pool.PutN(fs[k:])
@@ -395,7 +392,6 @@ func (s *steerer) idler(mode PollMode, wk *waker) *idler {
 		ports, qs = append(ports, s.wan), append(qs, q)
 	}
 	d := newIdler(mode, wk, ports, qs)
-	d.ready = s.rxReady
 	d.timedOut = s.checkLinks
 	return d
 }
@@ -405,19 +401,4 @@ func (s *steerer) checkLinks() {
 	for q := 0; q < s.wan.Queues(); q++ {
 		checkLink(s.wan, q, s.portErr)
 	}
-}
-
-// rxReady reports whether a WAN queue holds a frame (false for a port
-// without nic.Pollable: its idler naps).
-func (s *steerer) rxReady() bool {
-	p, ok := s.wan.(nic.Pollable)
-	if !ok {
-		return false
-	}
-	for q := 0; q < s.wan.Queues(); q++ {
-		if p.RxReady(q) {
-			return true
-		}
-	}
-	return false
 }

@@ -177,7 +177,7 @@ func (w *Worker) loop(stop *atomic.Bool, ready func()) {
 		// After an empty poll, poll again only when a source has work
 		// (no clock read, no system call per empty poll), or always
 		// for ports that cannot tell.
-		if (d.idle == 0 || !d.canBlock || d.ready()) && w.step() > 0 {
+		if (d.idle == 0 || !d.canBlock || d.pending()) && w.step() > 0 {
 			d.busy()
 		} else {
 			if d.idle == 0 {
@@ -232,9 +232,10 @@ func (w *Worker) idler() *idler {
 	d.nextDue = w.nextDue
 	d.timedOut = func() {
 		checkLink(w.cfg.LAN, w.id, w.portErr)
-		checkLink(w.cfg.WAN, w.id, w.portErr)
 		if w.steer != nil {
-			w.steer.checkLinks()
+			w.steer.checkLinks() // every WAN queue, this worker's included
+		} else {
+			checkLink(w.cfg.WAN, w.id, w.portErr)
 		}
 	}
 	return d
@@ -250,9 +251,9 @@ func checkLink(p nic.Port, q int, portErr func(nic.Port, error)) {
 	}
 }
 
-// ready reports, without a system call or a clock read, whether a poll
-// would find work: a frame on a ring or a pollable port, frames waiting
-// to be sent, a stall to serve.
+// ready reports, without a system call or a clock read, whether a
+// source other than the ports has work: a frame on a ring, frames
+// waiting to be sent, a stall to serve (the idler looks at the ports).
 func (w *Worker) ready() bool {
 	l := &w.links
 	if l.inject.Data.Len() > 0 || l.steer.Data.Len() > 0 || len(w.lanQ)+len(w.wanQ) > 0 || w.stall.Load() != 0 {
@@ -263,10 +264,7 @@ func (w *Worker) ready() bool {
 			return true
 		}
 	}
-	if p, ok := w.cfg.LAN.(nic.Pollable); ok && p.RxReady(w.id) {
-		return true
-	}
-	return w.steer != nil && w.steer.rxReady()
+	return false
 }
 
 // nextDue returns how long until a shaper may release a packet (0: now;
@@ -510,10 +508,7 @@ func (w *Worker) flushRedirect(j int) {
 	if len(q) == 0 {
 		return
 	}
-	k := w.links.redirOut[j].Data.Push(q)
-	if k > 0 {
-		w.links.redirOut[j].wake.wake()
-	}
+	k := w.links.redirOut[j].push(q)
 	if k < len(q) {
 		w.c.Drops[DropRingFull] += uint64(len(q) - k)
 		w.pool.PutN(q[k:])
@@ -525,10 +520,7 @@ func (w *Worker) flushException() {
 	if len(w.excOut) == 0 {
 		return
 	}
-	k := w.links.exc.Data.Push(w.excOut)
-	if k > 0 {
-		w.links.exc.wake.wake()
-	}
+	k := w.links.exc.push(w.excOut)
 	w.c.Exception += uint64(k)
 	if k < len(w.excOut) {
 		w.c.Drops[DropException] += uint64(len(w.excOut) - k)
