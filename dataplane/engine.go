@@ -203,7 +203,11 @@ func (e *Engine) Start() {
 	e.started = true
 	e.stop.Store(false)
 	e.makeBells()
-	raiseProcs(len(e.workers) + int(e.cfg.Steer))
+	threads := len(e.workers)
+	if e.cfg.Steer == SteerThread {
+		threads++
+	}
+	raiseProcs(threads)
 	for _, w := range e.workers {
 		e.wg.Add(1)
 		e.ready.Add(1)

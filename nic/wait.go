@@ -1,5 +1,10 @@
 package nic
 
+import (
+	"context"
+	"time"
+)
+
 // Pollable is implemented by ports whose queues can be waited on with
 // poll(2) together with other descriptors: an idle worker sleeps on its
 // LAN queue, the WAN queues it steers and its doorbell at once (WaitSet).
@@ -22,4 +27,27 @@ type Pollable interface {
 // interface is gone.
 type LinkChecker interface {
 	CheckLink(q int) error
+}
+
+// Notify sends on ready each time queue q of p may have frames to
+// receive (Port.Wait returned), waiting for the receiver to take each
+// signal before it waits again, until ctx ends. Wait wakes at least every
+// poll (a signal then, harmless); after a Wait error (a closed or broken
+// port) it looks again a second later rather than spin. It is for a
+// goroutine that selects on ready beside other work (the control plane's
+// host TAP, the lab's upstream TAP).
+func Notify(ctx context.Context, p Port, q int, poll time.Duration, ready chan<- struct{}) {
+	for ctx.Err() == nil {
+		if err := p.Wait(q, poll); err != nil && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		select {
+		case ready <- struct{}{}:
+		case <-ctx.Done():
+		}
+	}
 }

@@ -148,15 +148,7 @@ func (l *Lab) forwardUpstream(ctx context.Context) {
 	// An idle lab sleeps: a goroutine signals when the TAP may have a
 	// frame, the session's packets come on l.upstream.
 	tapReady := make(chan struct{})
-	go func() {
-		for ctx.Err() == nil {
-			_ = l.up.Wait(0, 5*time.Second)
-			select {
-			case tapReady <- struct{}{}:
-			case <-ctx.Done():
-			}
-		}
-	}()
+	go nic.Notify(ctx, l.up, 0, 5*time.Second, tapReady)
 	toTAP := func(ip []byte) {
 		if len(ip) > 0 && ip[0]>>4 == 6 {
 			l.upstream6(ip, out)

@@ -201,7 +201,7 @@ func (c *Control) Run(ctx context.Context) error {
 	if c.cfg.Host != nil {
 		hctx, hcancel := context.WithCancel(ctx)
 		defer hcancel()
-		go c.waitHost(hctx, hostReady)
+		go nic.Notify(hctx, c.cfg.Host, 0, time.Second, hostReady)
 	}
 	lastExpire := time.Now()
 	for {
@@ -246,24 +246,6 @@ func (c *Control) Run(ctx context.Context) error {
 // and minute scales. A new prefix or session state wakes it at once
 // (Engine.SetLAN6, SetSession).
 const controlTick = time.Second
-
-// waitHost signals ready whenever the host TAP may have a frame, until
-// ctx ends; it waits for Run to take a signal before it waits again.
-func (c *Control) waitHost(ctx context.Context, ready chan<- struct{}) {
-	for ctx.Err() == nil {
-		if err := c.cfg.Host.Wait(0, time.Second); err != nil && ctx.Err() == nil {
-			select { // a closed or broken TAP: look again later
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		select {
-		case ready <- struct{}{}:
-		case <-ctx.Done():
-		}
-	}
-}
 
 func (c *Control) pollHost() int {
 	if c.cfg.Host == nil {
