@@ -90,8 +90,8 @@ type polledQueue struct {
 	q int
 }
 
-// newIdler builds the idle state of a thread receiving from queues qs of
-// ports ps (pairs), with doorbell wk.
+// newIdler builds the idle state of a thread receiving from queue
+// queues[i] of ports[i], for each i, with doorbell wk.
 func newIdler(mode PollMode, wk *waker, ports []nic.Port, queues []int) *idler {
 	d := &idler{mode: mode, wk: wk, spin: spinMax / 8, canBlock: true}
 	if wk.bell != nil {
