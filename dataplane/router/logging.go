@@ -119,11 +119,17 @@ func (t traceConn) WriteFrame(b []byte) error {
 }
 
 func (t traceConn) trace(dir string, b []byte) {
-	l := t.r.log.Load()
+	t.r.trace("pppoe", dir, func() string { return DescribeFrame(b) })
+}
+
+// trace logs one protocol message of component at debug level; describe
+// runs only when debug is on.
+func (r *Router) trace(component, dir string, describe func() string) {
+	l := r.log.Load()
 	if l == nil || !l.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	l.Debug(dir+" "+DescribeFrame(b), "component", "pppoe")
+	l.Debug(dir+" "+describe(), "component", component)
 }
 
 // DescribeFrame renders a PPPoE control frame for the protocol trace:
@@ -232,11 +238,7 @@ func optionString(proto uint16, typ uint8, v []byte) string {
 // debug level: its type, transaction id, status and the prefixes of its
 // IA_PDs.
 func (r *Router) traceDHCP6(dir string, msg []byte) {
-	l := r.log.Load()
-	if l == nil || !l.Enabled(context.Background(), slog.LevelDebug) {
-		return
-	}
-	l.Debug(dir+" "+DescribeDHCP6(msg), "component", "dhcp6")
+	r.trace("dhcp6", dir, func() string { return DescribeDHCP6(msg) })
 }
 
 // DescribeDHCP6 renders a DHCPv6 message for the protocol trace:
