@@ -22,10 +22,12 @@ type FwdConfig struct {
 	XDPMode afxdp.Mode
 	// AFPacketTx is the afpacket ports' TX mode (afpacket only).
 	AFPacketTx afpacket.TxMode
-	Poll       dataplane.PollMode // the workers' idle policy
-	Shape      shaper.Spec        // Rate 0: no shaper
-	Flows      []Flow             // their hosts become the engine's LAN neighbours
-	CPUs       []int              // worker k is pinned to CPUs[k%len]; nil: no pinning
+	// AFPacketRing is the afpacket ports' RX ring layout (afpacket only).
+	AFPacketRing afpacket.RxRing
+	Poll         dataplane.PollMode // the workers' idle policy
+	Shape        shaper.Spec        // Rate 0: no shaper
+	Flows        []Flow             // their hosts become the engine's LAN neighbours
+	CPUs         []int              // worker k is pinned to CPUs[k%len]; nil: no pinning
 	// RingSize is the engine's inter-core ring size (0: its default).
 	// Tests on a busy machine raise it: a descheduled worker's redirect
 	// ring (RingSize/4) is what overflows first.

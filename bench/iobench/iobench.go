@@ -26,6 +26,8 @@ type Options struct {
 	// AFPacketTx is the TX mode of pppfwd's afpacket ports (the
 	// generator's always use afpacket's default, TxAuto).
 	AFPacketTx afpacket.TxMode
+	// AFPacketRing is the RX ring of pppfwd's afpacket ports.
+	AFPacketRing afpacket.RxRing
 	// XDPMode is "generic" (default: keeps R's receive work on the RPS
 	// CPUs, see the package comment), "native" or "auto".
 	XDPMode string
@@ -123,7 +125,8 @@ type Result struct {
 	Backend   string  `json:"backend"`
 	XDPMode   string  `json:"xdp_mode,omitempty"`
 	Poll      string  `json:"poll"`
-	TxMode    string  `json:"afpacket_tx,omitempty"` // afpacket's TX mode in use
+	TxMode    string  `json:"afpacket_tx,omitempty"`   // afpacket's TX mode in use
+	RxRing    string  `json:"afpacket_ring,omitempty"` // afpacket's RX ring
 	Size      int     `json:"size"`
 	Workers   int     `json:"workers"`
 	Flows     int     `json:"flows"`

@@ -77,7 +77,7 @@ const (
 // owner workers as the router's does.
 func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, info router.PortInfo, err error) {
 	ln := t.Line
-	spec := router.PortSpec{Backend: c.Backend, Queues: c.Workers, XDPMode: c.XDPMode, TxMode: c.AFPacketTx,
+	spec := router.PortSpec{Backend: c.Backend, Queues: c.Workers, XDPMode: c.XDPMode, TxMode: c.AFPacketTx, RxRing: c.AFPacketRing,
 		Promisc: true, RxBlockSize: rxBlockSize, RxBlocks: rxBlocks}
 	err = ln.R.Do(func() error {
 		var err error
@@ -251,6 +251,9 @@ func Run(o Options) (*Result, error) {
 	res := &Result{Bench: "io", Backend: o.Backend, Poll: o.Poll.String(), Size: o.Size, Workers: o.Workers, Flows: o.Flows,
 		Duration: o.Duration.Seconds(), Rate: o.Rate, Shaper: "off", GenCPU: -1,
 		Drops: map[string]uint64{}, PortDrops: map[string]uint64{}}
+	if o.Backend == "afpacket" {
+		res.RxRing = o.AFPacketRing.String()
+	}
 	if o.Shape.Rate != 0 {
 		res.Shaper = fmt.Sprintf("fq_codel %d bit/s each direction", o.Shape.Rate)
 	}
@@ -361,7 +364,7 @@ func Run(o Options) (*Result, error) {
 		upRx, upRedirected uint64
 	}
 	pppfwdRound := func() (*Side, *engineFigures, error) {
-		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, Poll: o.Poll,
+		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, Poll: o.Poll,
 			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs})
 		if err != nil {
 			return nil, nil, err
@@ -443,7 +446,7 @@ func Run(o Options) (*Result, error) {
 	// frames addressed to the AC's MAC and downlink frames to the hosts'
 	// MACs, so the sinks' classifiers take them unchanged.
 	floorRound := func() (*Side, []pipeline.WorkerResult, error) {
-		nf, err := topo.StartNull(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, CPUs: fwdCPUs})
+		nf, err := topo.StartNull(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, CPUs: fwdCPUs})
 		if err != nil {
 			return nil, nil, err
 		}

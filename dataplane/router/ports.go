@@ -33,6 +33,7 @@ type PortSpec struct {
 	EtherTypes []uint16
 	XDPMode    afxdp.Mode      // afxdp
 	TxMode     afpacket.TxMode // afpacket
+	RxRing     afpacket.RxRing // afpacket
 	// Promisc, RxBlockSize and RxBlocks: afpacket (0: its defaults).
 	Promisc               bool
 	RxBlockSize, RxBlocks int
@@ -87,7 +88,7 @@ func OpenPort(s PortSpec) (nic.Port, PortInfo, error) {
 		}
 		return p, info, nil
 	case "", "afpacket":
-		c := afpacket.Config{Queues: s.Queues, Promisc: s.Promisc, BlockSize: s.RxBlockSize, Blocks: s.RxBlocks, TxMode: s.TxMode}
+		c := afpacket.Config{Queues: s.Queues, Promisc: s.Promisc, BlockSize: s.RxBlockSize, Blocks: s.RxBlocks, TxMode: s.TxMode, RxRing: s.RxRing}
 		if owned {
 			c.FanoutOwner = &afpacket.OwnerSpec{Workers: s.Queues}
 			for _, f := range s.Forwards {

@@ -110,6 +110,17 @@ func (r RxRing) String() string {
 	return "frames (TPACKET_V2)"
 }
 
+// ParseRxRing maps "frames" and "blocks" to an RxRing.
+func ParseRxRing(s string) (RxRing, error) {
+	switch s {
+	case "frames":
+		return RxFrames, nil
+	case "blocks":
+		return RxBlocks, nil
+	}
+	return 0, fmt.Errorf("afpacket: RX ring %q: want frames or blocks", s)
+}
+
 // QueueStats are one queue's counters. Kernel figures come from
 // PACKET_STATISTICS.
 type QueueStats struct {
