@@ -30,6 +30,45 @@ type Conn struct {
 // (checked after any VLAN tag the kernel stripped, and also admitting
 // 802.1Q frames that kept their tag); otherwise every frame is received.
 func Open(ifname string, ethertypes ...uint16) (*Conn, error) {
+	var prog []unix.SockFilter
+	if len(ethertypes) > 0 {
+		prog = filter(ethertypes)
+	}
+	return open(ifname, prog)
+}
+
+// OpenPPPoEControl opens a raw frame socket on ifname that receives PPPoE
+// discovery frames and those PPPoE session frames whose PPP protocol is
+// not IPv4 or IPv6 (LCP, authentication, IPCP, IPv6CP, ...): an access
+// concentrator whose session data takes another path. Only untagged
+// frames are admitted.
+func OpenPPPoEControl(ifname string) (*Conn, error) {
+	return open(ifname, controlFilter())
+}
+
+// controlFilter builds: ldh [12]; jeq 0x8863 accept; jeq 0x8864 else
+// drop; ldh [20]; jeq 0x0021 drop; jeq 0x0057 drop; accept.
+func controlFilter() []unix.SockFilter {
+	ldh := func(k uint32) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: k}
+	}
+	jeq := func(k uint32, jt, jf uint8) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k, Jt: jt, Jf: jf}
+	}
+	ret := func(k uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k} }
+	return []unix.SockFilter{
+		ldh(12),
+		jeq(0x8863, 5, 0), // -> accept
+		jeq(0x8864, 0, 3), // -> drop
+		ldh(20),
+		jeq(0x0021, 1, 0), // -> drop
+		jeq(0x0057, 0, 1), // -> accept
+		ret(0),            // drop
+		ret(0x40000),      // accept
+	}
+}
+
+func open(ifname string, prog []unix.SockFilter) (*Conn, error) {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return nil, fmt.Errorf("rawsock: %w", err)
@@ -47,8 +86,7 @@ func Open(ifname string, ethertypes ...uint16) (*Conn, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("rawsock: %s: %w", what, err)
 	}
-	if len(ethertypes) > 0 {
-		prog := filter(ethertypes)
+	if len(prog) > 0 {
 		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
 			&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
 			return fail("attach filter", err)

@@ -117,3 +117,70 @@ func TestIntegrationPPPoEOverVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIntegrationPPPoEControl: the control socket gets discovery and PPP
+// control frames, not session data (IPv4, IPv6) nor other EtherTypes.
+func TestIntegrationPPPoEControl(t *testing.T) {
+	lab := nettest.NewLab(t)
+	nsA, err := lab.NewNS("ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsB, err := lab.NewNS("cb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Veth("cwan0", nsA, "cbras0", nsB, 1); err != nil {
+		t.Fatal(err)
+	}
+	var tx, rx *Conn
+	if err := nsA.Do(func() (err error) { tx, err = Open("cwan0"); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Close() })
+	if err := nsB.Do(func() (err error) { rx, err = OpenPPPoEControl("cbras0"); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rx.Close() })
+	rm, tm := rx.HardwareAddr(), tx.HardwareAddr()
+	mk := func(et, proto uint16) []byte {
+		f := append(append([]byte{}, rm[:]...), tm[:]...)
+		f = binary.BigEndian.AppendUint16(f, et)
+		f = append(f, 0x11, 0, 0, 1, 0, 8)
+		f = binary.BigEndian.AppendUint16(f, proto)
+		for len(f) < 60 {
+			f = append(f, byte(len(f)))
+		}
+		return f
+	}
+	frames := []struct {
+		f    []byte
+		want bool
+	}{
+		{mk(0x0800, 0x4500), false},
+		{mk(0x8864, 0x0021), false},
+		{mk(0x8864, 0x0057), false},
+		{mk(0x8864, 0xc021), true},
+		{mk(0x8863, 0x0000), true},
+		{mk(0x8864, 0x8021), true},
+		{mk(0x86dd, 0x6000), false},
+	}
+	for _, fr := range frames {
+		if err := tx.WriteFrame(fr.f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 2048)
+	for _, fr := range frames {
+		if !fr.want {
+			continue
+		}
+		n, err := rx.ReadFrame(buf, 2*time.Second)
+		if err != nil || !bytes.Equal(buf[:n], fr.f) {
+			t.Fatalf("got % x (%v), want % x", buf[:n], err, fr.f)
+		}
+	}
+	if n, err := rx.ReadFrame(buf, 100*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("data frame admitted: % x (%v)", buf[:n], err)
+	}
+}

@@ -18,6 +18,9 @@ func Open(ifname string, ethertypes ...uint16) (*Conn, error) {
 	return nil, fmt.Errorf("rawsock: %w: GOOS=%s", nic.ErrNotSupported, runtime.GOOS)
 }
 
+// OpenPPPoEControl is not supported on this GOOS.
+func OpenPPPoEControl(ifname string) (*Conn, error) { return Open(ifname) }
+
 // ReadFrame is not supported on this GOOS.
 func (c *Conn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 	return 0, nic.ErrNotSupported
