@@ -24,6 +24,7 @@ Scenarios:
   soak       the namespace lab at 80 % of its capacity for a long time: RSS, goroutines, fds, NAT trends
   idle       the namespace lab's router, session up, no traffic: CPU share, wakeups and system calls per second
   share      bulk TCP through the lab's router while busy loops run on the same cores: what each keeps
+  ab         pppfwd against the in-kernel PPPoE router path: --dry-run writes both sides' configurations
 `
 
 func benchMain(args []string, stdout, stderr io.Writer) int {
@@ -46,6 +47,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		return benchIdle(args[1:], stdout, stderr)
 	case "share":
 		return benchShare(args[1:], stdout, stderr)
+	case "ab":
+		return benchAB(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return 0
