@@ -2,6 +2,8 @@ package vmlab
 
 import (
 	"bytes"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -63,6 +65,46 @@ func FuzzParseTsharkFields(f *testing.F) {
 			if !strings.HasPrefix(p, "frame ") {
 				t.Fatalf("problem %q does not name its frame", p)
 			}
+		}
+	})
+}
+
+func FuzzParseProcStat(f *testing.F) {
+	f.Add(procStat6_1)
+	f.Add("cpu3 1 2 3 4 5 6 7 8\n")
+	f.Add("cpu0 1 2 3 4 5 6 7\n")
+	f.Add("cpu0 18446744073709551615 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0 0\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		cpus, err := ParseProcStat(s)
+		if err != nil {
+			return
+		}
+		if len(cpus) == 0 {
+			t.Fatal("no CPUs and no error")
+		}
+		seen := map[int]bool{}
+		var again strings.Builder
+		for _, c := range cpus {
+			if c.CPU < 0 || seen[c.CPU] {
+				t.Fatalf("CPU number %d negative or repeated in %+v", c.CPU, cpus)
+			}
+			seen[c.CPU] = true
+			fmt.Fprintf(&again, "cpu%d %d %d %d %d %d %d %d %d\n", c.CPU, c.User, c.Nice, c.System,
+				c.Idle, c.IOWait, c.IRQ, c.SoftIRQ, c.Steal)
+		}
+		// Every cpuN line of the input is one result.
+		lines := 0
+		for _, l := range strings.Split(s, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "cpu") && f[0] != "cpu" {
+				lines++
+			}
+		}
+		if lines != len(cpus) {
+			t.Fatalf("%d cpuN lines, %d results", lines, len(cpus))
+		}
+		round, err := ParseProcStat(again.String())
+		if err != nil || !reflect.DeepEqual(round, cpus) {
+			t.Fatalf("round trip: %+v, %v; want %+v", round, err, cpus)
 		}
 	})
 }

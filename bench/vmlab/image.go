@@ -25,18 +25,32 @@ var guestFiles embed.FS
 
 // imageFormat changes whenever the image layout or contents change, so a
 // stale cache is rebuilt rather than used.
-const imageFormat = "vmlab-image-2"
+const imageFormat = "vmlab-image-3"
 
 // basePackages are installed into the initramfs; Depends on lib* packages
 // are followed from them (see libClosure). The kernel package is resolved
-// from the linux-image-amd64 metapackage.
-var basePackages = []string{"ppp", "pppoe", "busybox-static", "bash", "libc6", "libc-bin"}
+// from the linux-image-amd64 metapackage. nftables and iproute2 (the real
+// ip and tc, which shadow busybox's applets) serve the kernel router: nft
+// for forwarding rules and masquerade, tc for cake, fq_codel and htb.
+// zlib1g is a library that libClosure does not follow (its name lacks the
+// lib prefix); iproute2's libelf1 needs it.
+var basePackages = []string{"ppp", "pppoe", "busybox-static", "bash", "libc6", "libc-bin",
+	"nftables", "iproute2", "zlib1g"}
 
 // GuestModules are the kernel modules loaded at boot (their dependencies,
-// read from each module's .modinfo, are added and loaded first).
+// read from each module's .modinfo, are added and loaded first). The
+// netfilter ones give nftables its ip, ip6 and inet tables, conntrack
+// (ct expressions), NAT chains and masquerade; nf_tables itself holds the
+// counter, rt and exthdr expressions (TCP MSS clamping). crc32c_generic
+// is libcrc32c's soft dependency (conntrack's; moduleClosure follows only
+// hard ones): without it libcrc32c fails to initialise. sch_htb and
+// sch_cake are the shapers the kernel router is measured with; fq_codel is
+// built into Debian's kernel (and is its default qdisc), so it is not here.
 var GuestModules = []string{
 	"virtio_pci", "virtio_net",
 	"slhc", "ppp_generic", "ppp_async", "pppox", "pppoe",
+	"crc32c_generic", "nf_conntrack", "nf_nat", "nf_tables", "nft_ct", "nft_chain_nat", "nft_nat", "nft_masq",
+	"sch_htb", "sch_cake",
 }
 
 // libExcluded are lib* packages that are never needed at run time here and
@@ -50,6 +64,7 @@ func libExcluded(name string) bool {
 var guestELFs = []string{
 	"bin/bash", "usr/sbin/pppd", "usr/sbin/pppoe-server", "usr/sbin/pppoe",
 	"usr/sbin/pppoe-discovery", "sbin/ldconfig",
+	"usr/sbin/nft", "bin/ip", "sbin/tc",
 }
 
 // Image is a built lab image.

@@ -36,6 +36,12 @@ func requireLab(t *testing.T, capture bool) {
 // removed at cleanup.
 func newLab(t *testing.T) (*nettest.NS, *VM) {
 	t.Helper()
+	return newLabWith(t, Options{})
+}
+
+// newLabWith is newLab with opts (Netns and Logf are set here).
+func newLabWith(t *testing.T, opts Options) (*nettest.NS, *VM) {
+	t.Helper()
 	ns, err := nettest.NewLab(t).NewNS("vmlab")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,8 @@ func newLab(t *testing.T) (*nettest.NS, *VM) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	vm, err := Start(ctx, Options{Netns: ns, Logf: t.Logf})
+	opts.Netns, opts.Logf = ns, t.Logf
+	vm, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,8 +45,16 @@ type Options struct {
 	// CacheDir holds the image ("" = DefaultCacheDir). The image is built
 	// on first use.
 	CacheDir string
-	// MemoryMB is the guest RAM (default 256).
+	// MemoryMB is the guest RAM (default 256). The initramfs, unpacked,
+	// lives in it, Extra files included.
 	MemoryMB int
+	// VCPUs is the number of guest CPUs (default 1). Under TCG each vCPU
+	// is a host thread.
+	VCPUs int
+	// Extra files are added to the guest's root file system at boot (a
+	// second initramfs archive after the cached image's), e.g. a static
+	// pppfwd binary; the image itself is not rebuilt.
+	Extra []ExtraFile
 	// BootTimeout bounds the boot up to the command loop (default 90 s;
 	// a TCG boot takes about 5 s on an idle machine).
 	BootTimeout time.Duration
@@ -106,6 +114,12 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	if opts.MemoryMB == 0 {
 		opts.MemoryMB = 256
 	}
+	if opts.VCPUs == 0 {
+		opts.VCPUs = 1
+	}
+	if opts.MemoryMB < 0 || opts.VCPUs < 0 {
+		return nil, fmt.Errorf("vmlab: MemoryMB %d and VCPUs %d must not be negative", opts.MemoryMB, opts.VCPUs)
+	}
 	if opts.BootTimeout == 0 {
 		opts.BootTimeout = 90 * time.Second
 	}
@@ -137,9 +151,16 @@ func (v *VM) start(ctx context.Context) error {
 	if v.ln, err = net.Listen("unix", sock); err != nil {
 		return err
 	}
-	args := []string{"-accel", "tcg", "-m", strconv.Itoa(v.opts.MemoryMB), "-smp", "1",
+	initrd := v.Image.Initramfs
+	if len(v.opts.Extra) > 0 {
+		initrd = filepath.Join(v.dir, "initrd")
+		if err := writeInitrd(initrd, v.Image.Initramfs, v.opts.Extra); err != nil {
+			return err
+		}
+	}
+	args := []string{"-accel", "tcg", "-m", strconv.Itoa(v.opts.MemoryMB), "-smp", strconv.Itoa(v.opts.VCPUs),
 		"-display", "none", "-nodefaults", "-no-reboot", "-no-user-config",
-		"-kernel", v.Image.Kernel, "-initrd", v.Image.Initramfs,
+		"-kernel", v.Image.Kernel, "-initrd", initrd,
 		"-append", "console=ttyS0 panic=-1 quiet loglevel=4",
 		"-chardev", "file,id=con,path=" + filepath.Join(v.dir, "console.log"),
 		"-serial", "chardev:con",
@@ -326,7 +347,7 @@ func (v *VM) Console() string {
 }
 
 // Dir is the VM's private runtime directory on the host (control socket,
-// console log); it is removed by Close.
+// console log, the initramfs with Options.Extra); it is removed by Close.
 func (v *VM) Dir() string { return v.dir }
 
 // Close stops qemu (SIGTERM, then SIGKILL after 5 s), deletes the taps

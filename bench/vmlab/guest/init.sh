@@ -5,7 +5,7 @@
 #   guest -> host: "@@VMLAB-BEGIN <id>@@\n" <output> "\n@@VMLAB-END <id> <rc>@@\n"
 # Commands run under bash with stdin from /dev/null and stdout+stderr
 # captured in a file; background jobs (cmd &) keep running.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin:/vmlab/bin
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/vmlab/bin
 export HOME=/root
 mkdir -p /root /etc/ppp/peers /var/log
 
