@@ -37,6 +37,10 @@ type Load struct {
 	Drain    time.Duration // keep receiving this long after sending stopped (200ms)
 	Batch    int           // frames per Send/Recv (64)
 	CPU      int           // pin the generator thread to this CPU (-1: no pinning)
+	// Nap is the sleep of a paced (Rate > 0) or draining generator with
+	// nothing to do (default 20 µs): longer naps cost fewer wakeups and
+	// send in larger bursts.
+	Nap time.Duration
 }
 
 // Counts is the outcome of a Load.
@@ -183,6 +187,9 @@ func (l Load) Run() (*Counts, error) {
 	if l.Drain <= 0 {
 		l.Drain = 200 * time.Millisecond
 	}
+	if l.Nap <= 0 {
+		l.Nap = 20 * time.Microsecond
+	}
 	if l.Duration <= 0 && l.Count == 0 {
 		return nil, fmt.Errorf("iobench: a load needs a Duration or a Count")
 	}
@@ -293,7 +300,7 @@ func (l Load) Run() (*Counts, error) {
 			}
 		}
 		if work == 0 && (l.Rate > 0 || stopSend) {
-			time.Sleep(20 * time.Microsecond)
+			time.Sleep(l.Nap)
 		}
 	}
 	if !windowDone && c.Window == 0 {

@@ -29,16 +29,22 @@ type abFlags struct {
 	Where        string // where the live A/B runs: vm or host ("": not given)
 	PasswordFile string // the PPPoE password's file ("": the placeholder)
 	Params       ab.Params
+	Live         abLiveFlags // the live run's (--where vm)
 }
 
-const abUsage = `Usage: pppfwd bench ab --dry-run [--os linux|freebsd] [--out DIR] [flags]
+const abUsage = `Usage: pppfwd bench ab --where vm [--vcpus N] [--runs N] [--json] [--report DIR] [flags]
+       pppfwd bench ab --dry-run [--os linux|freebsd] [--out DIR] [flags]
 
 The A/B of pppfwd against the in-kernel PPPoE router path on the same box, ports,
 PPPoE account, MTU and shaping: FreeBSD mpd5 (ng_pppoe), pf NAT and dummynet FQ-CoDel
 with netisr tuned; Linux pppd (rp-pppoe.so), nftables NAT and cake (or htb + fq_codel).
 --dry-run prints the files of both sides, or writes them to --out DIR with run-ab.sh,
-which starts either side ("sh run-ab.sh kernel", "sh run-ab.sh pppfwd"). The live run
-(--where vm|host) is not implemented yet.
+which starts either side ("sh run-ab.sh kernel", "sh run-ab.sh pppfwd").
+--where vm runs the A/B live with the router under test in the lab VM (Debian's kernel
+under qemu TCG; root, qemu): the kernel path and pppfwd one after the other, the same
+ladder of offered loads, a round-trip probe every 10 ms and each vCPU's busy share.
+--where host (the router under test in namespaces on a kernel with PPPoE) is not
+implemented yet.
 
 Flags:
 `
@@ -54,7 +60,8 @@ func abFlagSet(f *abFlags, raw *abRaw) *flag.FlagSet {
 	fs.StringVar(&f.OS, "os", defaultABOS(), "the kernel path's OS: linux or freebsd")
 	fs.StringVar(&f.Out, "out", "", "write the files to this directory (created mode 0700) instead of printing them")
 	fs.StringVar(&f.Backend, "backend", "", "the pppfwd side's backend: afpacket, afxdp or netmap (default: netmap on freebsd, afpacket on linux)")
-	fs.StringVar(&f.Where, "where", "", "where the live A/B runs: vm or host (not implemented yet)")
+	fs.StringVar(&f.Where, "where", "", "run the A/B live: vm (the router under test in the lab VM); host is not implemented yet")
+	abLiveFlagSet(fs, &f.Live)
 	fs.StringVar(&p.WAN, "wan", "", "the WAN port (default: igb0 on freebsd, eth0 on linux)")
 	fs.StringVar(&p.LAN, "lan", "", "the LAN port (default: igb1 on freebsd, eth1 on linux)")
 	fs.StringVar(&raw.lanAddr, "lan-address", "192.168.1.1/24", "the router's LAN address and the LAN's prefix length")
@@ -106,7 +113,7 @@ func parseABFlags(args []string) (abFlags, error) {
 	if f.Backend == "" {
 		f.Backend = ab.DefaultBackend(f.OS)
 	}
-	if f.Params.User == "" {
+	if f.Params.User == "" && f.Where == "" {
 		return f, errors.New("--user is required: the PPPoE login")
 	}
 	pfx, err := netip.ParsePrefix(raw.lanAddr)
@@ -140,9 +147,7 @@ func benchAB(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if !f.DryRun {
-		fmt.Fprintln(stderr, "pppfwd bench ab: the live A/B runs with --where vm|host, which this version does not implement; "+
-			"--dry-run prints the configurations of both sides")
-		return exitUsage
+		return benchABLive(f, stdout, stderr)
 	}
 	if f.PasswordFile == "" {
 		f.Params.Password = abPlaceholderPassword

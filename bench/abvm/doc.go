@@ -1,0 +1,33 @@
+// Package abvm runs `pppfwd bench ab` live: the A/B of pppfwd against the
+// kernel's own PPPoE router path (pppd with rp-pppoe.so, ppp_generic,
+// nftables masquerade, tc shaping), with the router under test in the
+// lab VM (bench/vmlab: Debian's kernel under qemu TCG) and everything
+// else on the host side of the VM's two tap devices:
+//
+//	generator (LAN hosts) --tap ablan-- [VM: router under test] --tap abwan-- AC + generator (Internet side)
+//
+// The access concentrator is pppfwd's own (pppoe.Server) on a raw socket
+// that admits PPPoE discovery and PPP control frames only; the session's
+// data is the generator's: its WAN-side port receives the uplink inside
+// the session and answers each flow in the same session (iobench.Reply),
+// so no userspace forwarding stands between the router and the sinks. An
+// ARP responder answers for the generator's LAN hosts, so both routers
+// resolve them the same way.
+//
+// Each run boots one VM per path (same image, vCPUs, memory, taps and
+// MACs), brings the path up (kernel: the bench/ab Linux configuration;
+// pppfwd: the bench/ab pppfwd.conf with the binary that runs the bench
+// copied into the VM), primes every flow (each translation checked), then
+// offers the same ladder of rates in both directions, unshaped and, when
+// asked, shaped. During each step a probe measures the round trip through
+// the router every 10 ms (an uplink frame reflected at the WAN side as
+// its reply) and the guest's /proc/stat gives each vCPU's busy and
+// softirq shares. The generator's and the host's other CPU shares are
+// reported so that a step limited by the host, not the router, shows.
+//
+// Figures are medians over runs with min and max. Under TCG absolute
+// rates mean little; the report leads with the ratios.
+//
+// It may import the router, pppoe, hdr, internal, nic and other bench
+// packages (vmlab, iobench, ab); only cmd imports it.
+package abvm

@@ -1,0 +1,65 @@
+package abvm
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestIntegrationAB runs a short live A/B through the VM: both paths come
+// up against the host-side AC, every flow is primed (translation
+// checked), the light step is delivered with little loss and a round
+// trip, and the guest's per-vCPU figures are there.
+func TestIntegrationAB(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("boots two VMs")
+	}
+	bin := filepath.Join(t.TempDir(), "pppfwd")
+	build := exec.Command("go", "build", "-o", bin, "github.com/pppfwd/pppfwd/cmd/pppfwd")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building pppfwd: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Options{VCPUs: 2, Runs: 1, Flows: 16, Rates: []float64{300, 3000},
+		StepDuration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond, Shape: true, ShapeBps: 2_000_000,
+		Binary: bin, Progress: func(s string) { t.Log(s) }, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(rep, "", " ")
+	t.Logf("report:\n%s", b)
+	for _, p := range []struct {
+		name string
+		p    Path
+	}{{"kernel", rep.Kernel}, {"pppfwd", rep.PPPFWD}} {
+		if len(p.p.Steps) != 2 || len(p.p.ShapedSteps) != 2 {
+			t.Fatalf("%s: %d steps and %d shaped, want 2 and 2", p.name, len(p.p.Steps), len(p.p.ShapedSteps))
+		}
+		light := p.p.Steps[0]
+		if light.PPS < 0.9*2*light.OfferedPPS || light.LossPct > 5 {
+			t.Errorf("%s: the light step delivered %.0f of %.0f pps (loss %.1f%%)", p.name, light.PPS, 2*light.OfferedPPS, light.LossPct)
+		}
+		if light.Probes == 0 || light.ProbesLost > light.Probes/10 || light.LatencyP50Ms <= 0 {
+			t.Errorf("%s: probes %d lost %d p50 %.2f ms", p.name, light.Probes, light.ProbesLost, light.LatencyP50Ms)
+		}
+		if len(light.PerCoreBusy) != 2 || len(light.PerCoreSoftirq) != 2 {
+			t.Errorf("%s: per-core figures %v %v, want 2 vCPUs", p.name, light.PerCoreBusy, light.PerCoreSoftirq)
+		}
+		heavy := p.p.Steps[1]
+		if heavy.PerCoreBusy[0]+heavy.PerCoreBusy[1] <= light.PerCoreBusy[0]+light.PerCoreBusy[1] {
+			t.Errorf("%s: 10x the load did not raise the guest's CPU: %v -> %v", p.name, light.PerCoreBusy, heavy.PerCoreBusy)
+		}
+	}
+	if rep.RatioPPS <= 0 || rep.Where != "vm" || !rep.Emulated {
+		t.Errorf("report ratio %v where %q emulated %v", rep.RatioPPS, rep.Where, rep.Emulated)
+	}
+}

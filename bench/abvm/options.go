@@ -1,0 +1,76 @@
+package abvm
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Options configure Run.
+type Options struct {
+	VCPUs    int // the VM's vCPUs (default 2)
+	MemoryMB int // the VM's RAM (default 512)
+	Runs     int // default 3
+	Size     int // LAN frame size in bytes, 64..1500 (default 64)
+	Flows    int // UDP flows (default 256)
+	// Rates is the ladder of offered frames/s per direction; nil: from
+	// 1000 doubling until the offer is twice the most delivered (each
+	// path its own ladder, fixed in the first run).
+	Rates []float64
+	// StepDuration and Warmup of each step (defaults 2 s and 500 ms).
+	StepDuration, Warmup time.Duration
+	// Shape adds shaped steps at ShapeBps bit/s each way; ShapeBps 0
+	// takes half of the kernel path's delivered peak of the first run.
+	Shape    bool
+	ShapeBps uint64
+	Workers  int    // pppfwd's workers in the VM (default: VCPUs)
+	Binary   string // the pppfwd binary copied into the VM (default: this one)
+	CacheDir string // vmlab's image cache ("": its default)
+	// Progress receives one line per step; Logf details (nil: discard).
+	Progress func(string)
+	Logf     func(string, ...any)
+}
+
+func (o *Options) defaults() error {
+	if o.VCPUs <= 0 {
+		o.VCPUs = 2
+	}
+	if o.MemoryMB <= 0 {
+		o.MemoryMB = 512
+	}
+	if o.Runs <= 0 {
+		o.Runs = 3
+	}
+	if o.Size == 0 {
+		o.Size = 64
+	}
+	if o.Size < 64 || o.Size > 1500 {
+		return fmt.Errorf("abvm: frame size %d: allowed 64..1500", o.Size)
+	}
+	if o.Flows <= 0 {
+		o.Flows = 256
+	}
+	if o.StepDuration <= 0 {
+		o.StepDuration = 2 * time.Second
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = 500 * time.Millisecond
+	}
+	if o.Workers <= 0 {
+		o.Workers = o.VCPUs
+	}
+	if o.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("abvm: the pppfwd binary: %w", err)
+		}
+		o.Binary = exe
+	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return nil
+}

@@ -1,0 +1,646 @@
+package abvm
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pppfwd/pppfwd/bench/ab"
+	"github.com/pppfwd/pppfwd/bench/iobench"
+	"github.com/pppfwd/pppfwd/bench/vmlab"
+	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/internal/rawsock"
+	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/nic/afpacket"
+	"github.com/pppfwd/pppfwd/pppoe"
+)
+
+// The lab's fixed parts.
+const (
+	lanTap, wanTap = "ablan", "abwan"
+	guestLAN       = "eth0" // on lanTap
+	guestWAN       = "eth1" // on wanTap
+	acUser, acPass = "ab", "ab-secret"
+	guestDir       = "/etc/ab"  // the unshaped configuration
+	guestShaped    = "/etc/abs" // the shaped one
+	guestBinary    = "/usr/local/sbin/pppfwd"
+	// probeBase..probeBase+probeIDs are the IPv4 ids of probe frames
+	// (load frames carry their flow index, below Flows).
+	probeBase, probeIDs = 60000, 4096
+	probeEvery          = 10 * time.Millisecond
+	probeTimeout        = time.Second
+	maxLadder           = 12
+)
+
+var (
+	acAddr   = netip.MustParseAddr("100.64.0.1")
+	poolAddr = netip.MustParseAddr("100.64.0.2")
+	lanNet   = netip.MustParsePrefix("192.168.0.0/24") // pipeline.LANNet's hosts
+	routerIP = netip.MustParseAddr("192.168.0.1")
+)
+
+func u32(a netip.Addr) uint32 { return binary.BigEndian.Uint32(a.AsSlice()) }
+
+// Available reports what the live A/B lacks here.
+func Available() error {
+	if os.Geteuid() != 0 {
+		return errors.New("abvm: needs root (namespaces, taps, qemu)")
+	}
+	return vmlab.Available()
+}
+
+// Run runs the A/B and returns its report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	lab := nettest.New()
+	defer lab.Close()
+	ns, err := lab.NewNS("ab")
+	if err != nil {
+		return nil, err
+	}
+	if err := ns.DisableIPv6(); err != nil {
+		return nil, err
+	}
+	b := &bench{o: o, ns: ns}
+	rep := &Report{Bench: "ab", Where: "vm", Emulated: true, VCPUs: o.VCPUs, Runs: o.Runs, Size: o.Size,
+		Flows: o.Flows, Workers: o.Workers, Backend: "afpacket"}
+	var kRuns, pRuns, kShaped, pShaped [][]Step
+	ladders := map[string][]float64{}
+	for run := 0; run < o.Runs; run++ {
+		for _, path := range []string{"kernel", "pppfwd"} {
+			rates := o.Rates
+			if rates == nil {
+				rates = ladders[path] // nil in the first run: grow it
+			}
+			res, err := b.runPath(ctx, run, path, rates)
+			if err != nil {
+				return nil, fmt.Errorf("run %d, %s path: %w", run+1, path, err)
+			}
+			if ladders[path] == nil {
+				for _, s := range res.steps {
+					ladders[path] = append(ladders[path], s.OfferedPPS)
+				}
+			}
+			if path == "kernel" {
+				kRuns, kShaped = append(kRuns, res.steps), appendNonNil(kShaped, res.shaped)
+			} else {
+				pRuns, pShaped = append(pRuns, res.steps), appendNonNil(pShaped, res.shaped)
+			}
+		}
+	}
+	rep.ShapeBps = b.shapeBps
+	rep.Kernel, rep.PPPFWD = summarize(kRuns, kShaped), summarize(pRuns, pShaped)
+	rep.finish()
+	rep.Notes = append(rep.Notes,
+		"the router under test runs in a qemu TCG VM; the generator, the access concentrator and the probe run natively on the host side of its taps",
+		"a step whose sent_pct is below 99 or whose gen_cpu_share is near 1 was limited by the host, not the router")
+	return rep, nil
+}
+
+func appendNonNil(xs [][]Step, s []Step) [][]Step {
+	if s == nil {
+		return xs
+	}
+	return append(xs, s)
+}
+
+type bench struct {
+	o        Options
+	ns       *nettest.NS
+	shapeBps uint64
+}
+
+type pathResult struct{ steps, shaped []Step }
+
+// params are the A/B settings of both paths, shaped at bps (0: off).
+func (b *bench) params(bps uint64) ab.Params {
+	p := ab.Params{WAN: guestWAN, LAN: guestLAN, User: acUser, Password: acPass,
+		LANNet: lanNet, Router: routerIP, Workers: b.o.Workers, CPUs: b.o.VCPUs}
+	if bps > 0 {
+		p.Shape = ab.Shape{Down: bps, Up: bps}
+	}
+	return p
+}
+
+// guestFiles are the A/B's files for the guest under dir.
+func (b *bench) guestFiles(dir string, bps uint64) ([]vmlab.ExtraFile, error) {
+	files, err := ab.Files("linux", b.params(bps), "afpacket")
+	if err != nil {
+		return nil, err
+	}
+	var out []vmlab.ExtraFile
+	for _, f := range files {
+		out = append(out, vmlab.ExtraFile{Path: filepath.Join(dir, f.Path), Mode: f.Mode, Body: []byte(f.Body)})
+	}
+	return out, nil
+}
+
+// runPath boots a VM, brings path up and runs its steps.
+func (b *bench) runPath(ctx context.Context, run int, path string, rates []float64) (*pathResult, error) {
+	o := b.o
+	extra, err := b.guestFiles(guestDir, 0)
+	if err != nil {
+		return nil, err
+	}
+	if path == "pppfwd" {
+		extra = append(extra, vmlab.ExtraFile{Path: guestBinary, Mode: 0o755, Src: o.Binary})
+	}
+	bootCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	vm, err := vmlab.Start(bootCtx, vmlab.Options{Netns: b.ns, NICs: []vmlab.NIC{{Tap: lanTap}, {Tap: wanTap}},
+		VCPUs: o.VCPUs, MemoryMB: o.MemoryMB, CacheDir: o.CacheDir, Extra: extra, Logf: o.Logf})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
+	for _, tap := range []string{lanTap, wanTap} {
+		if err := b.ns.DisableOffloads(tap); err != nil {
+			return nil, err
+		}
+	}
+
+	actx, acancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { acancel(); wg.Wait() }()
+	ac, err := b.startAC(actx, &wg)
+	if err != nil {
+		return nil, err
+	}
+	flows := iobench.Flows(o.Flows, 0, 0)
+	if err := b.startARP(actx, &wg, flows); err != nil {
+		return nil, err
+	}
+
+	o.Progress(fmt.Sprintf("run %d/%d: %s path: bringing it up", run+1, o.Runs, path))
+	if err := b.bringUp(ctx, vm, path); err != nil {
+		return nil, err
+	}
+	sess, err := waitSession(ctx, ac, 90*time.Second)
+	if err != nil {
+		out, _ := vm.Run("tail -n 30 /var/log/messages; cat /tmp/pppfwd.log 2>/dev/null | tail -n 30")
+		return nil, fmt.Errorf("%w; guest log:\n%s", err, out)
+	}
+	o.Logf("%s path: session %#x, address %s", path, sess.ID, ipStr(sess.Addr))
+
+	g, err := b.openGen(flows)
+	if err != nil {
+		return nil, err
+	}
+	defer g.close()
+	down, err := iobench.Prime(g.a, g.b, g.up, flows, checkUp(flows, sess), iobench.CheckDown(flows), 2*time.Second, 10)
+	if err != nil {
+		return nil, fmt.Errorf("priming the flows: %w", err)
+	}
+	g.down = down
+
+	res := &pathResult{}
+	if res.steps, err = b.ladder(ctx, vm, g, run, path, "unshaped", rates); err != nil {
+		return nil, err
+	}
+	if !o.Shape {
+		return res, nil
+	}
+	if b.shapeBps == 0 {
+		b.shapeBps = o.ShapeBps
+		if b.shapeBps == 0 {
+			// Half the kernel path's peak (it runs first), in bits of
+			// the frames one direction carries.
+			peak := 0.0
+			for _, s := range res.steps {
+				peak = max(peak, s.Mbps)
+			}
+			b.shapeBps = max(uint64(peak*1e6/4), ab.MinRate)
+		}
+	}
+	if err := b.shape(vm, path); err != nil {
+		return nil, err
+	}
+	shapedRates := rates
+	if shapedRates == nil {
+		for _, s := range res.steps {
+			shapedRates = append(shapedRates, s.OfferedPPS)
+		}
+	}
+	if res.shaped, err = b.ladder(ctx, vm, g, run, path, "shaped", shapedRates); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// bringUp starts the path's router in the guest.
+func (b *bench) bringUp(ctx context.Context, vm *vmlab.VM, path string) error {
+	var cmd string
+	switch path {
+	case "kernel":
+		cmd = "sh " + guestDir + "/run-ab.sh kernel"
+	case "pppfwd":
+		cmd = fmt.Sprintf("PPPFWD=%s sh %s/run-ab.sh pppfwd >/tmp/pppfwd.log 2>&1 &", guestBinary, guestDir)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out, err := vm.RunContext(rctx, cmd)
+	if err != nil {
+		return fmt.Errorf("%s: %w\n%s", cmd, err, out)
+	}
+	return nil
+}
+
+// shape switches the running path to the shaped configuration: the
+// kernel path adds its tc shaper, pppfwd reloads a pppfwd.conf with the
+// shaper keys (SIGHUP).
+func (b *bench) shape(vm *vmlab.VM, path string) error {
+	files, err := ab.Files("linux", b.params(b.shapeBps), "afpacket")
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := vm.WriteFile(guestShaped+"/"+f.Path, []byte(f.Body), f.Mode); err != nil {
+			return err
+		}
+	}
+	var cmd string
+	if path == "kernel" {
+		cmd = fmt.Sprintf("sh %s/tc-cake.sh || sh %s/tc-fq_codel.sh", guestShaped, guestShaped)
+	} else {
+		cmd = fmt.Sprintf("cp %s/pppfwd.conf %s/pppfwd.conf && kill -HUP $(pidof pppfwd) && sleep 1 && tail -n 5 /tmp/pppfwd.log", guestShaped, guestDir)
+	}
+	out, err := vm.Run(cmd)
+	if err != nil {
+		return fmt.Errorf("shaping the %s path: %w\n%s", path, err, out)
+	}
+	b.o.Logf("%s path shaped at %d bit/s: %s", path, b.shapeBps, strings.TrimSpace(out))
+	return nil
+}
+
+// ladder runs the steps at rates, or, with rates nil, from 1000 frames/s
+// per direction doubling until the offer is twice the most delivered.
+func (b *bench) ladder(ctx context.Context, vm *vmlab.VM, g *gen, run int, path, what string, rates []float64) ([]Step, error) {
+	var steps []Step
+	grow := rates == nil
+	rate := 1000.0
+	for i := 0; ; i++ {
+		if !grow {
+			if i == len(rates) {
+				break
+			}
+			rate = rates[i]
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s, err := b.step(ctx, vm, g, rate)
+		if errors.Is(err, errStalled) {
+			b.o.Progress("the generator stalled (the host is overloaded?): repeating the step")
+			s, err = b.step(ctx, vm, g, rate)
+		}
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, *s)
+		b.o.Progress(fmt.Sprintf("run %d/%d: %s %s: offered %.0f/s each way, delivered %.0f/s, loss %.1f%%, p99 %.1f ms, cores %s",
+			run+1, b.o.Runs, path, what, rate, s.PPS, s.LossPct, s.LatencyP99Ms, pcts(s.PerCoreBusy)))
+		if grow {
+			peak := 0.0
+			for _, x := range steps {
+				peak = max(peak, x.PPS/2)
+			}
+			if rate >= 2*peak || len(steps) == maxLadder {
+				break
+			}
+			rate *= 2
+		}
+	}
+	return steps, nil
+}
+
+// step offers rate frames/s each way for a step, with the probe and the
+// guest's CPU figures.
+func (b *bench) step(ctx context.Context, vm *vmlab.VM, g *gen, rate float64) (*Step, error) {
+	o := b.o
+	load := iobench.Load{A: g.a, B: g.b, Up: g.up, Down: g.down,
+		MatchA: skipProbes(iobench.FastMatch([]byte{0x02, 0x60, 0, 0}, hdr.EtherTypeIPv4, o.Flows)),
+		MatchB: skipProbes(iobench.FastMatch(nil, hdr.EtherTypePPPoESess, o.Flows)),
+		Flows:  o.Flows, Rate: rate, Warmup: o.Warmup, Duration: o.StepDuration, CPU: -1, Nap: 200 * time.Microsecond}
+
+	// The guest's CPU and the probe cover the measured window.
+	type stat struct {
+		cpus []vmlab.CPUTimes
+		err  error
+	}
+	stats := make(chan stat, 2)
+	pctx, pcancel := context.WithCancel(ctx)
+	var probe *probeResult
+	var pwg sync.WaitGroup
+	pwg.Add(2)
+	go func() {
+		defer pwg.Done()
+		t := time.NewTimer(o.Warmup)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-pctx.Done():
+			return
+		}
+		for i := 0; i < 2; i++ {
+			c, err := vm.ProcStat(ctx)
+			stats <- stat{c, err}
+			if i == 0 {
+				select {
+				case <-time.After(o.StepDuration):
+				case <-pctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	go func() {
+		defer pwg.Done()
+		select {
+		case <-time.After(o.Warmup):
+		case <-pctx.Done():
+			return
+		}
+		probe = g.probe(pctx, o.StepDuration)
+	}()
+	var ru0, ru1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	c, err := load.Run()
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	pwg.Wait()
+	pcancel()
+	if err != nil {
+		return nil, err
+	}
+	s := &Step{OfferedPPS: rate}
+	win := c.Window.Seconds()
+	if win <= 0 {
+		// One pass of the generator's loop outlasted the window: its
+		// thread was descheduled that long.
+		return nil, errStalled
+	}
+	s.UpPPS, s.DownPPS = float64(c.UpWindow)/win, float64(c.DownWindow)/win
+	s.PPS = s.UpPPS + s.DownPPS
+	upBits, downBits := float64(len(g.up[0])*8), float64(len(g.down[0])*8)
+	s.Mbps = (s.UpPPS*upBits + s.DownPPS*downBits) / 1e6
+	// Loss is against the offer: a tap the VM does not drain refuses
+	// frames (SentPct below 100), and those are the router's loss too.
+	s.LossPct = 100 * max(1-s.PPS/(2*rate), 0)
+	s.SentPct = 100 * float64(c.UpSentWindow+c.DownSentWindow) / (2 * rate * win)
+	wall := c.Wall.Seconds()
+	s.GenCPUShare = c.GenCPU.Seconds() / wall
+	proc := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) - c.GenCPU
+	s.HostCPUShare = max(proc.Seconds(), 0) / wall
+	close(stats)
+	var snaps [][]vmlab.CPUTimes
+	for st := range stats {
+		if st.err != nil {
+			return nil, fmt.Errorf("guest /proc/stat: %w", st.err)
+		}
+		snaps = append(snaps, st.cpus)
+	}
+	if len(snaps) == 2 {
+		s.PerCoreBusy, s.PerCoreSoftirq = coreShares(snaps[0], snaps[1])
+	}
+	if probe != nil {
+		s.Probes, s.ProbesLost = probe.sent, probe.lost
+		s.LatencyP50Ms, s.LatencyP99Ms, s.LatencyMaxMs = probe.p50, probe.p99, probe.max
+	}
+	return s, nil
+}
+
+// errStalled: the generator was descheduled for longer than a step's
+// window, so the step measured nothing.
+var errStalled = errors.New("abvm: the generator stalled for longer than the step's window: the host is overloaded")
+
+// coreShares returns each CPU's busy and softirq shares between two
+// /proc/stat snapshots.
+func coreShares(a, b []vmlab.CPUTimes) (busy, softirq []float64) {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		d := b[i].Sub(a[i])
+		t := float64(d.Total())
+		if t == 0 {
+			busy, softirq = append(busy, 0), append(softirq, 0)
+			continue
+		}
+		busy, softirq = append(busy, float64(d.Busy())/t), append(softirq, float64(d.SoftIRQ)/t)
+	}
+	return busy, softirq
+}
+
+// skipProbes makes probe frames (IPv4 id in the probe range) Other.
+func skipProbes(m iobench.Match) iobench.Match {
+	return func(b []byte) int {
+		if id, ok := ipID(b); ok && id >= probeBase {
+			return iobench.Other
+		}
+		return m(b)
+	}
+}
+
+// ipID returns the IPv4 id of an untagged IPv4 or PPPoE-IPv4 frame.
+func ipID(b []byte) (uint16, bool) {
+	if len(b) < hdr.EthernetLen {
+		return 0, false
+	}
+	off := hdr.EthernetLen
+	switch binary.BigEndian.Uint16(b[12:]) {
+	case hdr.EtherTypeIPv4:
+	case hdr.EtherTypePPPoESess:
+		off += hdr.PPPoELen + hdr.PPPLen
+		if len(b) < off || binary.BigEndian.Uint16(b[off-2:]) != 0x0021 {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	if len(b) < off+hdr.IPv4MinLen {
+		return 0, false
+	}
+	return binary.BigEndian.Uint16(b[off+4:]), true
+}
+
+// checkUp: the uplink left in the session, from its address, TTL 63.
+func checkUp(flows []iobench.Flow, s pppoe.SessionInfo) iobench.Check {
+	return func(i int, p iobench.Packet) error {
+		f := flows[i]
+		if !p.PPPoE || p.Session != s.ID {
+			return fmt.Errorf("flow %d: not in session %#x (pppoe %v, session %#x)", i, s.ID, p.PPPoE, p.Session)
+		}
+		if p.Src != s.Addr || p.Dst != f.Remote || p.Proto != f.Proto || p.DstPort != f.DstPort || p.TTL != 63 {
+			return fmt.Errorf("flow %d: uplink %s -> %s:%d proto %d TTL %d, want %s -> %s:%d proto %d TTL 63",
+				i, ipStr(p.Src), ipStr(p.Dst), p.DstPort, p.Proto, p.TTL, ipStr(s.Addr), ipStr(f.Remote), f.DstPort, f.Proto)
+		}
+		return nil
+	}
+}
+
+func ipStr(a uint32) string {
+	return netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)}).String()
+}
+
+// startAC runs pppfwd's access concentrator on the WAN tap.
+func (b *bench) startAC(ctx context.Context, wg *sync.WaitGroup) (*pppoe.Server, error) {
+	var conn *rawsock.Conn
+	if err := b.ns.Do(func() (err error) { conn, err = rawsock.OpenPPPoEControl(wanTap); return }); err != nil {
+		return nil, fmt.Errorf("AC socket: %w", err)
+	}
+	last := poolAddr.Next().Next()
+	ac := pppoe.NewServer(pppoe.ServerConfig{ACName: "pppfwd-ab", Auth: pppoe.AuthCHAPMD5 | pppoe.AuthPAP,
+		Users: map[string]string{acUser: acPass}, LocalAddr: u32(acAddr), PoolFirst: u32(poolAddr), PoolLast: u32(last),
+		Logf: b.o.Logf}, conn)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer conn.Close()
+		_ = ac.Run(ctx)
+	}()
+	return ac, nil
+}
+
+// waitSession waits for a session whose IPCP is open.
+func waitSession(ctx context.Context, ac *pppoe.Server, d time.Duration) (pppoe.SessionInfo, error) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, s := range ac.Sessions() {
+			if s.Up && s.Addr != 0 {
+				return s, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return pppoe.SessionInfo{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return pppoe.SessionInfo{}, fmt.Errorf("no PPPoE session up after %v (AC counters %+v)", d, ac.Counters())
+}
+
+// startARP answers ARP requests on the LAN tap for the flows' hosts.
+func (b *bench) startARP(ctx context.Context, wg *sync.WaitGroup, flows []iobench.Flow) error {
+	hosts := map[uint32][6]byte{}
+	for _, f := range flows {
+		hosts[f.Host] = f.HostMAC
+	}
+	var conn *rawsock.Conn
+	if err := b.ns.Do(func() (err error) { conn, err = rawsock.Open(lanTap, hdr.EtherTypeARP); return }); err != nil {
+		return fmt.Errorf("ARP socket: %w", err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer conn.Close()
+		buf := make([]byte, 2048)
+		for ctx.Err() == nil {
+			n, err := conn.ReadFrame(buf, 200*time.Millisecond)
+			if err != nil {
+				if errors.Is(err, rawsock.ErrTimeout) {
+					continue
+				}
+				return
+			}
+			if reply, ok := arpReply(buf[:n], hosts); ok {
+				_ = conn.WriteFrame(reply)
+			}
+		}
+	}()
+	return nil
+}
+
+// arpReply answers an Ethernet ARP request for one of hosts.
+func arpReply(f []byte, hosts map[uint32][6]byte) ([]byte, bool) {
+	const l = hdr.EthernetLen
+	if len(f) < l+28 || binary.BigEndian.Uint16(f[12:]) != hdr.EtherTypeARP {
+		return nil, false
+	}
+	a := f[l:]
+	if binary.BigEndian.Uint16(a[0:]) != 1 || binary.BigEndian.Uint16(a[2:]) != hdr.EtherTypeIPv4 ||
+		a[4] != 6 || a[5] != 4 || binary.BigEndian.Uint16(a[6:]) != 1 {
+		return nil, false
+	}
+	target := binary.BigEndian.Uint32(a[24:])
+	mac, ok := hosts[target]
+	if !ok {
+		return nil, false
+	}
+	r := make([]byte, 60)
+	copy(r[0:6], a[8:14]) // the asker's MAC
+	copy(r[6:12], mac[:])
+	binary.BigEndian.PutUint16(r[12:], hdr.EtherTypeARP)
+	ra := r[l:]
+	copy(ra[0:6], a[0:6])
+	binary.BigEndian.PutUint16(ra[6:], 2)
+	copy(ra[8:14], mac[:])
+	binary.BigEndian.PutUint32(ra[14:], target)
+	copy(ra[18:28], a[8:18]) // the asker's MAC and address
+	return r, true
+}
+
+// gen is the generator's and the probe's ports on the taps.
+type gen struct {
+	a, b     nic.Port // load: LAN tap, WAN tap
+	pa, pb   nic.Port // probe
+	up, down [][]byte
+	probeUp  [][]byte // by IPv4 id - probeBase
+}
+
+func (b *bench) openGen(flows []iobench.Flow) (*gen, error) {
+	g := &gen{}
+	cfg := afpacket.Config{BlockSize: 64 << 10, Blocks: 64}
+	open := func(ifname string) (p nic.Port, err error) {
+		err = b.ns.Do(func() (e error) { p, e = afpacket.Open(ifname, cfg); return })
+		return
+	}
+	var err error
+	for _, x := range []struct {
+		p   *nic.Port
+		ifn string
+	}{{&g.a, lanTap}, {&g.b, wanTap}, {&g.pa, lanTap}, {&g.pb, wanTap}} {
+		if *x.p, err = open(x.ifn); err != nil {
+			g.close()
+			return nil, err
+		}
+	}
+	dst := vmlab.DefaultMAC(0)
+	for i, f := range flows {
+		fr, err := iobench.Uplink(f, i, b.o.Size, dst)
+		if err != nil {
+			g.close()
+			return nil, err
+		}
+		g.up = append(g.up, fr)
+	}
+	// Probe frames: a flow of their own from the first host.
+	pf := flows[0]
+	pf.SrcPort, pf.DstPort, pf.Remote = 40000, 7, u32(netip.MustParseAddr("203.0.113.250"))
+	for i := 0; i < probeIDs; i++ {
+		fr, err := iobench.Uplink(pf, probeBase+i, b.o.Size, dst)
+		if err != nil {
+			g.close()
+			return nil, err
+		}
+		g.probeUp = append(g.probeUp, fr)
+	}
+	return g, nil
+}
+
+func (g *gen) close() {
+	for _, p := range []nic.Port{g.a, g.b, g.pa, g.pb} {
+		if p != nil {
+			p.Close()
+		}
+	}
+}
