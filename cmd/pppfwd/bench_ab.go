@@ -113,7 +113,7 @@ func parseABFlags(args []string) (abFlags, error) {
 	if f.Backend == "" {
 		f.Backend = ab.DefaultBackend(f.OS)
 	}
-	if f.Params.User == "" && f.Where == "" {
+	if f.Params.User == "" && f.DryRun {
 		return f, errors.New("--user is required: the PPPoE login")
 	}
 	pfx, err := netip.ParsePrefix(raw.lanAddr)

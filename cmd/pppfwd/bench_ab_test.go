@@ -151,13 +151,27 @@ func TestBenchABOut(t *testing.T) {
 
 // TestBenchABLiveNotYet: without --dry-run the command says where the
 // live A/B will run and exits 2; -h exits 0 with the flags.
-func TestBenchABLiveNotYet(t *testing.T) {
-	code, out, errOut := runArgs("bench", "ab", "--user", "u", "--where", "vm")
-	if code != 2 || out != "" || !strings.Contains(errOut, "--where vm|host") || !strings.Contains(errOut, "--dry-run") {
-		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+func TestBenchABLiveArgs(t *testing.T) {
+	// Refused before any VM boots.
+	code, out, errOut := runArgs("bench", "ab", "--where", "host")
+	if code != 2 || out != "" || !strings.Contains(errOut, "--where host is not implemented") {
+		t.Errorf("--where host: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = runArgs("bench", "ab")
+	if code != 2 || !strings.Contains(errOut, "--where vm") || !strings.Contains(errOut, "--dry-run") {
+		t.Errorf("no mode: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runArgs("bench", "ab", "--where", "vm", "--rates", "100,x")
+	if code != 2 || !strings.Contains(errOut, "--rates") {
+		t.Errorf("bad --rates: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runArgs("bench", "ab", "--where", "vm", "--vcpus", "0")
+	if code != 2 || !strings.Contains(errOut, "--vcpus") {
+		t.Errorf("--vcpus 0: exit %d, stderr %q", code, errOut)
 	}
 	code, out, errOut = runArgs("bench", "ab", "-h")
-	if code != 0 || errOut != "" || !strings.Contains(out, "-password-file") || !strings.Contains(out, "Usage: pppfwd bench ab --dry-run") {
+	if code != 0 || errOut != "" || !strings.Contains(out, "-password-file") || !strings.Contains(out, "Usage: pppfwd bench ab --where vm") ||
+		!strings.Contains(out, "pppfwd bench ab --dry-run") || !strings.Contains(out, "-vcpus") {
 		t.Errorf("-h: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	code, _, errOut = runArgs("bench", "ab", "--dry-run", "--user", "u", "--workers", "9", "--cpus", "4")
@@ -168,4 +182,35 @@ func TestBenchABLiveNotYet(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "\n  ab ") {
 		t.Errorf("bench -h does not list ab: %q", out)
 	}
+}
+
+func TestParseRates(t *testing.T) {
+	r, err := parseRates(" 1000, 2000.5 ,4e3")
+	if err != nil || len(r) != 3 || r[0] != 1000 || r[1] != 2000.5 || r[2] != 4000 {
+		t.Fatalf("parseRates = %v, %v", r, err)
+	}
+	if r, err := parseRates(""); err != nil || r != nil {
+		t.Fatalf("empty: %v %v", r, err)
+	}
+	for _, bad := range []string{"0", "-5", "1,,2", "1e9", "abc"} {
+		if _, err := parseRates(bad); err == nil {
+			t.Errorf("parseRates(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseRates(f *testing.F) {
+	f.Add("1000,2000")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := parseRates(s)
+		if err != nil {
+			return
+		}
+		for _, v := range r {
+			if !(v > 0 && v <= 1e8) {
+				t.Fatalf("parseRates(%q) gave %v", s, v)
+			}
+		}
+	})
 }
