@@ -18,6 +18,7 @@ const benchUsage = `Usage: pppfwd bench <scenario> [flags]
 
 Scenarios:
   pipeline   the whole dataplane over in-memory ports (steering, PPPoE, NAT, MSS clamp, shaper)
+  scale      the pipeline swept over workers, flows, sizes and steering: CSV, plots, a per-core model
   shaper     FQ-CoDel latency under load (bulk at 2x the rate plus a sparse ping) through the pipeline
   nat        the NAT44 conntrack table: lookup, insert, expiry cost and bytes per entry
   io         pppfwd on afpacket/afxdp over veth against the kernel's forward + masquerade
@@ -35,6 +36,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "pipeline":
 		return benchPipeline(args[1:], stdout, stderr)
+	case "scale":
+		return benchScale(args[1:], stdout, stderr)
 	case "io":
 		return benchIO(args[1:], stdout, stderr)
 	case "nat":

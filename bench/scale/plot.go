@@ -1,0 +1,299 @@
+package scale
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Plot file names (without extension), each written as PNG and SVG.
+const (
+	PlotMpps  = "scale-mpps"
+	PlotNsPkt = "scale-nspkt"
+	PlotCPU   = "scale-cpu"
+	PlotModel = "scale-model"
+)
+
+// Plot writes the report's figures into dir as PNG and SVG and returns
+// the files written: Mpps and CPU ns/pkt against workers (one line per
+// configuration), each thread's CPU split into steering, work and off-CPU
+// time for the reference configuration (64 B, the flow count nearest
+// 10000, the first steering mode), and, with a model, its predictions
+// against cores beside the measured points and the 1 and 2.5 GbE line
+// rates.
+func Plot(r *Report, dir string) ([]string, error) {
+	gs := groups(r.Points)
+	ok := false
+	for _, p := range r.Points {
+		ok = ok || p.OK()
+	}
+	if !ok {
+		return nil, errors.New("no measured point to plot")
+	}
+	var files []string
+	save := func(p *plot.Plot, name string) error {
+		for _, ext := range []string{".png", ".svg"} {
+			f := filepath.Join(dir, name+ext)
+			if err := p.Save(18*vg.Centimeter, 11*vg.Centimeter, f); err != nil {
+				return err
+			}
+			files = append(files, f)
+		}
+		return nil
+	}
+	steers := map[string]bool{}
+	maxW := 1
+	for _, p := range r.Points {
+		steers[p.Steer] = true
+		maxW = max(maxW, p.Workers)
+	}
+	sub := fmt.Sprintf("%d CPUs", r.Machine.CPUs)
+	if r.Machine.ClockGHz > 0 {
+		sub += fmt.Sprintf(" at %.2f GHz", r.Machine.ClockGHz)
+	}
+
+	for _, fig := range []struct {
+		name, title, y string
+		v              func(*Point) float64
+	}{
+		{PlotMpps, "Packet rate against workers (" + sub + ")", "Mpps (both directions)", func(p *Point) float64 { return p.Mpps }},
+		{PlotNsPkt, "CPU time per packet against workers (" + sub + ")", "CPU ns/pkt (all threads)", func(p *Point) float64 { return p.CPUNsPerPkt }},
+	} {
+		p := plot.New()
+		p.Title.Text = fig.title
+		p.X.Label.Text = "workers"
+		p.Y.Label.Text = fig.y
+		p.X.Min, p.X.Max, p.Y.Min = 0.5, float64(maxW)+0.5, 0
+		p.X.Tick.Marker = intTicks{}
+		p.Legend.Top, p.Legend.Left = true, true
+		for i, g := range gs {
+			var pts plotter.XYs
+			for _, pt := range g.points {
+				if pt.OK() {
+					pts = append(pts, plotter.XY{X: float64(pt.Workers), Y: fig.v(pt)})
+				}
+			}
+			if err := addLine(p, g.label(len(steers) > 1), i, pts); err != nil {
+				return nil, err
+			}
+		}
+		if err := save(p, fig.name); err != nil {
+			return nil, err
+		}
+	}
+
+	ref := reference(gs)
+	if ref != nil {
+		p, err := cpuPlot(ref)
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, PlotCPU); err != nil {
+			return nil, err
+		}
+	}
+
+	if r.Model != nil && len(r.Model.Fits) > 0 {
+		fit := &r.Model.Fits[0]
+		for i := range r.Model.Fits {
+			f := &r.Model.Fits[i]
+			if ref != nil && f.Flows == ref.flows && f.Size == ref.size && f.Steer == ref.steer {
+				fit = f
+			}
+		}
+		p, err := modelPlot(r, fit, gs)
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, PlotModel); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// cpuPlot stacks each thread's steering, work and off-CPU shares of the
+// run's wall time, one bar per thread of each measured worker count.
+func cpuPlot(g *group) (*plot.Plot, error) {
+	var labels []string
+	var steer, work, off plotter.Values
+	for _, pt := range g.points {
+		if !pt.OK() {
+			continue
+		}
+		wall := pt.Seconds * 1e9
+		add := func(name string, c WorkerCPU) {
+			labels = append(labels, fmt.Sprintf("n=%d %s", pt.Workers, name))
+			if wall <= 0 {
+				steer, work, off = append(steer, 0), append(work, 0), append(off, 0)
+				return
+			}
+			steer = append(steer, float64(c.SteerNs)/wall)
+			work = append(work, float64(c.WorkNs)/wall)
+			off = append(off, float64(c.OffCPUNs)/wall)
+		}
+		for _, c := range pt.PerWorker {
+			add(fmt.Sprintf("w%d", c.Worker), c)
+		}
+		if pt.SteerThread != nil {
+			add("steer", *pt.SteerThread)
+		}
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Each thread's time (flows=%d size=%s steer=%s)", g.flows, g.size, g.steer)
+	p.Y.Label.Text = "share of the run's wall time"
+	top := 1.0
+	for i := range steer {
+		top = max(top, steer[i]+work[i]+off[i])
+	}
+	// Headroom above the bars for the legend.
+	p.Y.Min, p.Y.Max = 0, 1.3*top
+	p.Legend.Top = true
+	if len(labels) == 0 {
+		return p, nil
+	}
+	width := vg.Points(max(6, 300/float64(len(labels))))
+	var below *plotter.BarChart
+	for i, part := range []struct {
+		name string
+		v    plotter.Values
+		c    color.Color
+	}{
+		{"steering", steer, color.RGBA{R: 200, G: 60, B: 40, A: 255}},
+		{"work", work, color.RGBA{R: 30, G: 90, B: 200, A: 255}},
+		{"off-CPU", off, color.RGBA{R: 190, G: 190, B: 190, A: 255}},
+	} {
+		b, err := plotter.NewBarChart(part.v, width)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = part.c
+		b.LineStyle.Width = 0
+		if i > 0 {
+			b.StackOn(below)
+		}
+		below = b
+		p.Add(b)
+		p.Legend.Add(part.name, b)
+	}
+	p.NominalX(labels...)
+	return p, nil
+}
+
+// modelPlot draws a fit's predicted rate against cores for every target,
+// the measured points at the cores they used, and the line rates.
+func modelPlot(r *Report, f *Fit, gs []*group) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Model against cores (flows=%d size=%s steer=%s, s=%.2f)", f.Flows, f.Size, f.Steer, r.Model.Share)
+	p.X.Label.Text = "cores"
+	p.Y.Label.Text = "Mpps (both directions)"
+	p.Y.Min = 0
+	p.X.Tick.Marker = intTicks{}
+	p.Legend.Top, p.Legend.Left = true, true
+	maxC := 1
+	for i, t := range f.Targets {
+		var pts plotter.XYs
+		for _, c := range t.Curve {
+			pts = append(pts, plotter.XY{X: float64(c.Cores), Y: c.Mpps})
+			maxC = max(maxC, c.Cores)
+		}
+		name := fmt.Sprintf("model: %s (%d x %.2f GHz)", t.Name, t.Cores, t.ClockGHz)
+		if err := addLine(p, name, i, pts); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range gs {
+		if g.flows != f.Flows || g.size != f.Size || g.steer != f.Steer {
+			continue
+		}
+		var pts plotter.XYs
+		for _, pt := range g.points {
+			if pt.OK() {
+				pts = append(pts, plotter.XY{X: float64(pt.Threads), Y: pt.Mpps})
+				maxC = max(maxC, pt.Threads)
+			}
+		}
+		if len(pts) > 0 {
+			s, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, err
+			}
+			s.Shape, s.Color, s.Radius = draw.BoxGlyph{}, color.Black, vg.Points(4)
+			p.Add(s)
+			p.Legend.Add("measured (this machine)", s)
+		}
+	}
+	fb, err := WANFrameBytes(f.Size)
+	if err != nil {
+		return nil, err
+	}
+	for i, l := range Links[:2] {
+		total := LinkTotal(LineRate(l.BitsPerSec, fb), r.Model.Share) / 1e6
+		ln, err := plotter.NewLine(plotter.XYs{{X: 0.5, Y: total}, {X: float64(maxC) + 0.5, Y: total}})
+		if err != nil {
+			return nil, err
+		}
+		ln.Color = color.Gray{Y: uint8(80 + 60*i)}
+		ln.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(ln)
+		p.Legend.Add(fmt.Sprintf("%s line rate, %s", l.Name, sizeLabel(f.Size)), ln)
+	}
+	p.X.Min, p.X.Max = 0.5, float64(maxC)+0.5
+	return p, nil
+}
+
+// addLine adds line i (colour, dashes and glyph from plotutil's palettes)
+// with its legend entry; nothing for no points.
+func addLine(p *plot.Plot, name string, i int, pts plotter.XYs) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	l, s, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return err
+	}
+	l.Color, l.Dashes = plotutil.Color(i), plotutil.Dashes(i)
+	s.Color, s.Shape = plotutil.Color(i), plotutil.Shape(i)
+	p.Add(l, s)
+	p.Legend.Add(name, l, s)
+	return nil
+}
+
+// intTicks marks every integer of the axis (every second, fifth, ... when
+// they would crowd).
+type intTicks struct{}
+
+func (intTicks) Ticks(lo, hi float64) []plot.Tick {
+	step := 1
+	for (hi-lo)/float64(step) > 16 {
+		step *= 2
+	}
+	var out []plot.Tick
+	for v := int(lo); float64(v) <= hi; v++ {
+		if float64(v) < lo || v < 1 {
+			continue
+		}
+		t := plot.Tick{Value: float64(v)}
+		if (v-1)%step == 0 {
+			t.Label = strconv.Itoa(v)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// sizeLabel names a size spec for a legend: "64 B", "imix".
+func sizeLabel(s string) string {
+	if _, err := strconv.Atoi(s); err == nil {
+		return s + " B"
+	}
+	return s
+}

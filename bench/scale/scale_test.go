@@ -1,0 +1,391 @@
+package scale
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pppfwd/pppfwd/bench/pipeline"
+	"github.com/pppfwd/pppfwd/dataplane"
+)
+
+// fakeRun returns a pipeline result built from known costs: c_work 100
+// ns, c_steer 40 ns per steered frame, half the packets steered, on
+// worker 0 (inline) or a thread of its own; 1e6 packets per run, split
+// evenly over the workers; the wall time is chosen so that the rate is
+// mpps(workers).
+func fakeRun(mpps func(o pipeline.Options) float64) func(pipeline.Options) (*pipeline.Result, error) {
+	return func(o pipeline.Options) (*pipeline.Result, error) {
+		const packets, steerNs, workNs = 1_000_000, 40.0, 100.0
+		r := &pipeline.Result{Workers: o.Workers, Flows: o.Flows, Size: o.Size, Packets: packets,
+			LANToWAN: packets / 2, WANToLAN: packets / 2, SteerNsPerPkt: steerNs, Mpps: mpps(o)}
+		r.Seconds = float64(packets) / (r.Mpps * 1e6)
+		var cpu uint64
+		for i := 0; i < o.Workers; i++ {
+			w := pipeline.WorkerResult{Worker: i, Packets: packets / uint64(o.Workers)}
+			w.CPUNs = uint64(float64(w.Packets) * workNs)
+			if i == 0 && o.Steer == dataplane.SteerInline {
+				w.Steered = packets / 2
+				w.CPUNs += uint64(float64(w.Steered) * steerNs)
+			}
+			w.NsPerPkt = float64(w.CPUNs) / float64(w.Packets)
+			cpu += w.CPUNs
+			r.PerWorker = append(r.PerWorker, w)
+		}
+		if o.Steer == dataplane.SteerThread {
+			cpu += uint64(packets / 2 * steerNs * 1.5) // the thread polls a third of its time
+		}
+		r.CPUNsPerPkt = float64(cpu) / packets
+		return r, nil
+	}
+}
+
+// measured rates of the fake: 1 worker 6.667 Mpps, 2 workers 12.
+func fakeMpps(o pipeline.Options) float64 {
+	if o.Workers == 1 {
+		return 1e6 / 0.15 / 1e6
+	}
+	return 6 * float64(o.Workers)
+}
+
+func TestSweepFitsKnownCosts(t *testing.T) {
+	var prog bytes.Buffer
+	pts, err := Sweep(Options{Workers: []int{1, 2}, Flows: []int{100}, Sizes: []string{"64"},
+		Steer: []dataplane.SteerMode{dataplane.SteerInline, dataplane.SteerThread}, Duration: time.Millisecond,
+		Progress: &prog, Run: fakeRun(fakeMpps)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 4 {
+		t.Fatalf("%d points, want 4", len(pts))
+	}
+	lines := strings.Split(strings.TrimSpace(prog.String()), "\n")
+	if len(lines) != 4 || lines[1] != "[2/4] workers=2 flows=100 size=64 steer=inline: 12.00 Mpps" || !strings.HasPrefix(lines[3], "[4/4] workers=2 flows=100 size=64 steer=thread: ") {
+		t.Errorf("progress:\n%s", prog.String())
+	}
+	in1, in2, th1 := &pts[0], &pts[1], &pts[2]
+	if in1.Steer != "inline" || in2.Workers != 2 || th1.Steer != "thread" || th1.Workers != 1 {
+		t.Fatalf("sweep order: %+v", pts)
+	}
+	// Inline, 1 worker: worker 0 steered 5e5 frames at 40 ns.
+	w0 := in1.PerWorker[0]
+	if w0.SteerNs != 20_000_000 || w0.WorkNs != 100_000_000 || w0.Steered != 500_000 {
+		t.Errorf("worker 0 split: %+v", w0)
+	}
+	if want := uint64(150_000_000 - 120_000_000); w0.OffCPUNs != want {
+		t.Errorf("worker 0 off-CPU %d ns, want %d", w0.OffCPUNs, want)
+	}
+	if in1.SteerThread != nil || th1.SteerThread == nil {
+		t.Fatal("steering thread record where there is none, or none where there is one")
+	}
+	if st := th1.SteerThread; st.CPUNs != 30_000_000 || st.SteerNs != 20_000_000 || st.WorkNs != 10_000_000 || st.Worker != -1 {
+		t.Errorf("steering thread: %+v", *st)
+	}
+	if th1.Threads != 2 || in1.Threads != 1 {
+		t.Errorf("threads: inline %d, thread mode %d", in1.Threads, th1.Threads)
+	}
+	for _, p := range pts {
+		if c := Measured(&p); math.Abs(c.WorkNs-100) > 1e-9 || c.SteerNs != 40 || c.Share != 0.5 {
+			t.Errorf("%s/%d: costs %+v, want 100 ns work, 40 ns steering, share 0.5", p.Steer, p.Workers, c)
+		}
+		near(t, "wall ns/pkt", p.WallNsPerPkt, 1e3/p.Mpps, 1e-12)
+	}
+
+	m := Machine{CPUs: 2, ClockGHz: 2.0}
+	md := BuildModel(pts, m, ModelOptions{})
+	if len(md.Fits) != 2 || md.Share != 0.5 {
+		t.Fatalf("fits %d share %v", len(md.Fits), md.Share)
+	}
+	f := md.Fits[0]
+	if f.Steer != "inline" || len(f.Checks) != 2 {
+		t.Fatalf("fit %+v", f)
+	}
+	// Model: R(1) = 1/(20+100) ns = 8.333 Mpps against 6.667 measured
+	// (+25 %); R(2) = 1/(20+50) ns = 14.286 against 12 (+19.05 %).
+	near(t, "check 1 predicted", f.Checks[0].PredictedMpps, 1e3/120, 1e-9)
+	near(t, "check 1 error", f.Checks[0].RelError, 0.25, 1e-9)
+	near(t, "check 2 error", f.Checks[1].RelError, (1e3/70-12)/12, 1e-9)
+	th := md.Fits[1]
+	// Thread: R(1) = min(1/100, 1/20) = 10 Mpps against 6.667 (+50 %).
+	near(t, "thread check 1 error", th.Checks[0].RelError, 0.5, 1e-9)
+
+	if len(f.Targets) != 1+len(Targets) || f.Targets[0].Name != "this machine" {
+		t.Fatalf("targets %+v", f.Targets)
+	}
+	me, j := f.Targets[0], f.Targets[1]
+	if len(me.Curve) != 2 || *me.RidgeWorkers != 5 || me.SaturationCores != 5 {
+		t.Errorf("this machine: %+v", me)
+	}
+	near(t, "this machine's ceiling", *me.CeilingMpps, 50, 1e-9)
+	// The J4105 at 1.5 GHz from 2.0: costs x 4/3.
+	if j.Cores != 4 || j.ClockGHz != 1.5 {
+		t.Fatalf("first target %+v", j.Target)
+	}
+	near(t, "J4105 base c_work", j.Costs.WorkNs, 400.0/3, 1e-9)
+	near(t, "J4105 base at 4 cores", j.AllCoresMpps, 1e3/(80.0/3+100.0/3), 1e-9)
+	near(t, "J4105 efficiency at 4", j.Curve[3].Efficiency, j.Curve[3].Mpps/(4*j.Curve[0].Mpps), 1e-12)
+	// 1GbE at 64 B LAN frames (72 B WAN frames), both directions:
+	// 2 * 1e9/8/96 = 2.604 Mpps; the J4105 reaches it with one core.
+	if l := j.Lines[0]; l.Link != "1GbE" || l.CoresNeeded != 1 || l.CeilingBelow {
+		t.Errorf("J4105 against 1GbE: %+v", l)
+	}
+	near(t, "1GbE total at 72 B", j.Lines[0].TotalMpps, 2*1e9/8/96/1e6, 1e-9)
+	// 10GbE both ways: 2*1e10/8/96 = 26.04 Mpps: the J4105's 4 cores
+	// (16.7 Mpps) fall short, the ceiling (37.5 Mpps) does not.
+	if l := j.Lines[2]; l.CoresNeeded != 0 || l.CeilingBelow {
+		t.Errorf("J4105 against 10GbE: %+v", l)
+	}
+	// The thread fit on 4 cores runs 3 workers.
+	if c := th.Targets[1].Curve; len(c) != 3 || c[0].Cores != 2 || c[0].Workers != 1 {
+		t.Errorf("thread curve on 4 cores: %+v", c)
+	}
+
+	// No clock: this machine only, with a note.
+	md = BuildModel(pts, Machine{CPUs: 2}, ModelOptions{Share: 0.6})
+	if len(md.Fits[0].Targets) != 1 || len(md.Notes) == 0 || md.Fits[0].Targets[0].Costs.Share != 0.6 {
+		t.Errorf("no clock: %d targets, notes %q", len(md.Fits[0].Targets), md.Notes)
+	}
+
+	// The report is JSON (no NaN or Inf slipped in) and a table.
+	rep := &Report{Bench: "scale", Machine: m, Points: pts, Model: BuildModel(pts, m, ModelOptions{})}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Fatal(err)
+	}
+	var tb bytes.Buffer
+	tw := tabwriter.NewWriter(&tb, 0, 4, 2, ' ', 0)
+	WriteTable(tw, rep)
+	tw.Flush()
+	for _, want := range []string{"c_work 100.0 ns, c_steer 40.0 ns", "error +25.0 %", "Celeron J4105 base", "ignores", "memory bandwidth"} {
+		if !strings.Contains(tb.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tb.String())
+		}
+	}
+}
+
+func TestSweepMedianAndErrors(t *testing.T) {
+	calls := 0
+	run := fakeRun(func(o pipeline.Options) float64 {
+		calls++
+		return []float64{3, 1, 2}[(calls-1)%3]
+	})
+	pts, err := Sweep(Options{Workers: []int{1}, Flows: []int{1}, Sizes: []string{"64"}, Repeat: 3, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := pts[0]; p.Runs != 3 || p.Mpps != 2 || p.MppsMin != 1 || p.MppsMax != 3 {
+		t.Errorf("median of 3, 1, 2: %+v", p)
+	}
+	calls = 0
+	pts, err = Sweep(Options{Workers: []int{1}, Flows: []int{1}, Sizes: []string{"64"}, Repeat: 4, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := pts[0]; p.Mpps != 2 {
+		t.Errorf("median of 3, 1, 2, 3: %v, want the lower middle 2", p.Mpps)
+	}
+
+	boom := errors.New("priming failed")
+	var prog bytes.Buffer
+	n := 0
+	pts, err = Sweep(Options{Workers: []int{1, 2}, Flows: []int{1}, Sizes: []string{"64"}, Progress: &prog,
+		Run: func(o pipeline.Options) (*pipeline.Result, error) {
+			n++
+			if o.Workers == 2 {
+				return nil, boom
+			}
+			return fakeRun(fakeMpps)(o)
+		}})
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 points failed") {
+		t.Errorf("error %v, want one of two points failed", err)
+	}
+	if len(pts) != 2 || !pts[0].OK() || pts[1].OK() || pts[1].Error != boom.Error() || n != 2 {
+		t.Errorf("points %+v after %d runs", pts, n)
+	}
+	if !strings.Contains(prog.String(), "[2/2] workers=2 flows=1 size=64 steer=inline: error: priming failed") {
+		t.Errorf("progress:\n%s", prog.String())
+	}
+	// A failed point is in the CSV and the JSON, and no fit needs it.
+	md := BuildModel(pts, Machine{CPUs: 1, ClockGHz: 1}, ModelOptions{})
+	if len(md.Fits) != 1 || len(md.Fits[0].Checks) != 1 {
+		t.Errorf("fit over a failed point: %+v", md.Fits)
+	}
+}
+
+func TestOversubscribed(t *testing.T) {
+	got := Oversubscribed([]int{1, 2, 3, 4}, []dataplane.SteerMode{dataplane.SteerInline}, 2)
+	if len(got) != 2 || got[0] != 3 || got[1] != 4 {
+		t.Errorf("inline on 2 CPUs: %v, want [3 4]", got)
+	}
+	got = Oversubscribed([]int{1, 2}, []dataplane.SteerMode{dataplane.SteerThread}, 2)
+	if len(got) != 1 || got[0] != 2 {
+		t.Errorf("thread on 2 CPUs: %v, want [2] (2 workers and the steering thread)", got)
+	}
+	pts, _ := Sweep(Options{Workers: []int{4096}, Flows: []int{1}, Sizes: []string{"64"}, Run: fakeRun(fakeMpps)})
+	if !pts[0].Oversubscribed {
+		t.Error("4096 workers not marked oversubscribed")
+	}
+}
+
+func TestCSVAndPlots(t *testing.T) {
+	pts, err := Sweep(Options{Workers: []int{1, 2}, Flows: []int{100, 10000}, Sizes: []string{"64"},
+		Steer: []dataplane.SteerMode{dataplane.SteerInline, dataplane.SteerThread}, Run: fakeRun(fakeMpps)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteCSV(&b, pts); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCSV(t, rows, len(pts))
+	if rows[2][col(t, "worker_steer_ns")] != "20000000;0" || rows[6][col(t, "steer_thread_cpu_ns")] != "30000000" {
+		t.Errorf("per-thread columns: %q", rows[2])
+	}
+
+	m := Machine{CPUs: 2, ClockGHz: 2}
+	rep := &Report{Bench: "scale", Machine: m, Points: pts, Model: BuildModel(pts, m, ModelOptions{})}
+	dir := t.TempDir()
+	files, err := Plot(rep, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 8 {
+		t.Errorf("wrote %v, want 4 figures as PNG and SVG", files)
+	}
+	CheckPlots(t, dir, true, "flows=100 size=64 steer=inline", "flows=10000 size=64 steer=thread")
+	// Without a model there is no model figure.
+	rep.Model = nil
+	dir = t.TempDir()
+	if _, err := Plot(rep, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PlotModel+".png")); !os.IsNotExist(err) {
+		t.Errorf("model figure without a model: %v", err)
+	}
+	if _, err := Plot(&Report{Points: []Point{{Error: "x"}}}, t.TempDir()); err == nil {
+		t.Error("plotted nothing without an error")
+	}
+}
+
+func col(t *testing.T, name string) int {
+	for i, h := range CSVHeader {
+		if h == name {
+			return i
+		}
+	}
+	t.Fatalf("no column %q", name)
+	return -1
+}
+
+// checkCSV checks a parsed CSV: the header, one row per point, every row
+// as wide as the header, numeric columns numeric.
+func checkCSV(t *testing.T, rows [][]string, points int) {
+	t.Helper()
+	if len(rows) != points+1 {
+		t.Fatalf("%d rows, want a header and %d points", len(rows), points)
+	}
+	if strings.Join(rows[0], ",") != strings.Join(CSVHeader, ",") {
+		t.Errorf("header %q", rows[0])
+	}
+	for _, r := range rows[1:] {
+		if len(r) != len(CSVHeader) {
+			t.Fatalf("row of %d columns: %q", len(r), r)
+		}
+		for _, c := range []string{"workers", "flows", "packets"} {
+			if _, err := strconv.ParseUint(r[col(t, c)], 10, 64); err != nil {
+				t.Errorf("%s %q: %v", c, r[col(t, c)], err)
+			}
+		}
+		for _, c := range []string{"mpps", "cpu_ns_per_pkt", "steer_ns_per_pkt", "steered_share"} {
+			if _, err := strconv.ParseFloat(r[col(t, c)], 64); err != nil {
+				t.Errorf("%s %q: %v", c, r[col(t, c)], err)
+			}
+		}
+		w, _ := strconv.Atoi(r[col(t, "workers")])
+		if n := len(strings.Split(r[col(t, "worker_cpu_ns")], ";")); n != w {
+			t.Errorf("worker_cpu_ns has %d values for %d workers", n, w)
+		}
+	}
+}
+
+// CheckPlots checks the figures in dir: every PNG decodes, every SVG is
+// an SVG with its legend (the labels given for the line figures, the
+// parts of the CPU split).
+func CheckPlots(t *testing.T, dir string, model bool, labels ...string) {
+	t.Helper()
+	names := []string{PlotMpps, PlotNsPkt, PlotCPU}
+	if model {
+		names = append(names, PlotModel)
+	}
+	for _, n := range names {
+		f, err := os.Open(filepath.Join(dir, n+".png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s.png: %v", n, err)
+		}
+		if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
+			t.Errorf("%s.png is %v", n, b)
+		}
+		svg, err := os.ReadFile(filepath.Join(dir, n+".svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := labels
+		switch n {
+		case PlotCPU:
+			want = []string{"steering", "work", "off-CPU", "n=2 w1"}
+		case PlotModel:
+			want = []string{"measured (this machine)", "model: Celeron J4105 base", "1GbE line rate"}
+		}
+		if !bytes.Contains(svg, []byte("<svg")) {
+			t.Errorf("%s.svg is no SVG", n)
+		}
+		for _, l := range want {
+			if !bytes.Contains(svg, []byte(">"+l)) {
+				t.Errorf("%s.svg has no legend entry %q", n, l)
+			}
+		}
+	}
+}
+
+func TestIdleWorkers(t *testing.T) {
+	var prog bytes.Buffer
+	pts, err := Sweep(Options{Workers: []int{2}, Flows: []int{100}, Sizes: []string{"64"}, Progress: &prog,
+		Run: func(o pipeline.Options) (*pipeline.Result, error) {
+			r, err := fakeRun(fakeMpps)(o)
+			// Worker 0 takes all of worker 1's packets.
+			r.PerWorker[0].Packets += r.PerWorker[1].Packets
+			r.PerWorker[1].Packets, r.PerWorker[1].CPUNs = 0, 0
+			return r, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := pts[0]; p.IdleWorkers != 1 || p.BusiestShare != 1 {
+		t.Errorf("idle %d, busiest share %v; want 1 and 1", p.IdleWorkers, p.BusiestShare)
+	}
+	if !strings.Contains(prog.String(), "(1 of 2 workers forwarded nothing)") {
+		t.Errorf("progress: %s", prog.String())
+	}
+	pts, _ = Sweep(Options{Workers: []int{2}, Flows: []int{100}, Sizes: []string{"64"}, Run: fakeRun(fakeMpps)})
+	if p := pts[0]; p.IdleWorkers != 0 || p.BusiestShare != 0.5 {
+		t.Errorf("even split: idle %d, busiest share %v; want 0 and 0.5", p.IdleWorkers, p.BusiestShare)
+	}
+}
