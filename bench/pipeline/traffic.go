@@ -57,20 +57,31 @@ type Flow struct {
 	DstPort      uint16
 }
 
-// Flows returns n distinct flows from up to 4096 LAN hosts.
+// Flows returns n distinct flows from up to 4096 LAN hosts. Flow i comes
+// from host i%4096; its source port spreads the flows evenly over the
+// port owners (nat.PortOwner: port/2 mod workers) for any worker count up
+// to 16, as real clients' random ports do, and is distinct among one
+// host's flows.
 func Flows(n int) []Flow {
 	out := make([]Flow, n)
 	for i := range out {
-		h := i % 4096
+		h, k := i%4096, i/4096
 		out[i] = Flow{
 			Host:    LANNet | uint32(2+h),
 			HostMAC: [6]byte{0x02, 0x60, 0, 0, byte(h >> 8), byte(h)},
 			Remote:  ipv4(203, 0, 113, byte(1+i%200)),
-			SrcPort: uint16(20000 + i/4096),
+			SrcPort: flowPort(h, k),
 			DstPort: uint16(443 + i%7),
 		}
 	}
 	return out
+}
+
+// flowPort is the source port of host h's k-th flow: port/2 runs through
+// 16 consecutive values as h does (so owners alternate), and differs for
+// each k of one host.
+func flowPort(h, k int) uint16 {
+	return uint16(20000 + 2*((h+k)%16) + 32*(k/16))
 }
 
 func udpLayers(src, dst uint32, sport, dport uint16, ipLen int) []gopacket.SerializableLayer {
