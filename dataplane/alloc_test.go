@@ -103,6 +103,36 @@ func TestHotFunctionsZeroAlloc(t *testing.T) {
 	}
 }
 
+// TestFromHostZeroAlloc: the host path (injection, NAT, the session, the
+// reply to the host stack) allocates nothing per packet.
+func TestFromHostZeroAlloc(t *testing.T) {
+	r := newRig(t, 2, nil)
+	up := hostFrame(t, layers.EthernetTypeIPv4, pkt{src: routerIP, dst: remoteIP, sport: 40000, dport: 53, proto: layers.IPProtocolUDP, payload: 20}.layers(t))
+	r.fromHostNow(t, up)
+	out := r.drainWAN()
+	if len(out) != 1 {
+		t.Fatalf("%d uplink frames", len(out))
+	}
+	down := wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: be16(pppoePayload(t, out[0])[20:]), proto: layers.IPProtocolUDP, payload: 20})
+	r.exceptions()
+	r.wan.Sink(0, nil)
+	r.wan.Sink(1, nil)
+	discard := func(Dir, []byte) {}
+	run := func() {
+		_ = r.e.Send(FromHost, up)
+		r.wan.Inject(0, down)
+		r.step()
+		r.e.PollControl(discard)
+	}
+	run()
+	if a := testing.AllocsPerRun(200, run); a != 0 {
+		t.Fatalf("the host path allocates %.1f times per round", a)
+	}
+	if c := r.e.Totals(); c.FromHost < 200 || c.ToHost < 200 {
+		t.Fatalf("from host %d, to host %d", c.FromHost, c.ToHost)
+	}
+}
+
 func BenchmarkPipeline64B(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(map[int]string{1: "workers=1", 2: "workers=2"}[workers], func(b *testing.B) {

@@ -38,6 +38,7 @@ const (
 	DropBadIPv6                    // IPv6 version or payload length wrong
 	DropFirewall                   // IPv6 from the session that no LAN host asked for (fw6.go)
 	DropControlLimit               // WAN control frame not of our session, over the control rate limit
+	DropHostLocal                  // a host-stack frame (FromHost) for the LAN or the router itself: not handed back (host.go)
 	numReasons
 )
 
@@ -47,6 +48,7 @@ var reasonNames = [numReasons]string{
 	"nat_reject", "bad_pppoe", "wrong_session", "not_for_us",
 	"unsupported", "shaper", "tx_full", "ring_full", "exception_full",
 	"no_buffer", "headroom", "bad_ipv6", "firewall", "control_limit",
+	"host_local",
 }
 
 // String returns the reason's stable name (used in JSON).
@@ -82,6 +84,10 @@ type Counters struct {
 	NoBufferPolls    uint64 // receives skipped for want of a free frame (the frames wait in the port)
 	IPv6Up, IPv6Down uint64 // IPv6 packets forwarded to the session / to the LAN (routed, no NAT)
 	NATEntries       uint64 // live NAT flows in this worker's table (a gauge)
+	// FromHost: frames of the router's own host stack the worker routed
+	// (Send FromHost); ToHost: frames it handed to the host stack (the
+	// session's traffic for the router's own addresses, ICMP errors).
+	FromHost, ToHost uint64
 	// BytesUp and BytesDown are the IP bytes (no Ethernet or PPPoE
 	// header) of the packets the worker forwards towards the session and
 	// towards the LAN, counted where forwarding decides (before the shaper
@@ -104,7 +110,7 @@ type counterCell struct {
 	d   [detailWords]atomic.Uint64
 }
 
-const countersWords = 19 + int(numReasons)
+const countersWords = 21 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
@@ -114,7 +120,8 @@ func (c *Counters) words() [countersWords]uint64 {
 	w[11], w[12], w[13] = c.Unresolved, c.Fragments, c.NoBufferPolls
 	w[14], w[15], w[16] = c.IPv6Up, c.IPv6Down, c.NATEntries
 	w[17], w[18] = c.BytesUp, c.BytesDown
-	copy(w[19:], c.Drops[:])
+	w[19], w[20] = c.FromHost, c.ToHost
+	copy(w[21:], c.Drops[:])
 	return w
 }
 
@@ -143,7 +150,8 @@ func (p *counterCell) load() Counters {
 	s.Unresolved, s.Fragments, s.NoBufferPolls = w[11], w[12], w[13]
 	s.IPv6Up, s.IPv6Down, s.NATEntries = w[14], w[15], w[16]
 	s.BytesUp, s.BytesDown = w[17], w[18]
-	copy(s.Drops[:], w[19:])
+	s.FromHost, s.ToHost = w[19], w[20]
+	copy(s.Drops[:], w[21:])
 	return s
 }
 
@@ -166,6 +174,8 @@ func (c *Counters) Add(o *Counters) {
 	c.IPv6Down += o.IPv6Down
 	c.BytesUp += o.BytesUp
 	c.BytesDown += o.BytesDown
+	c.FromHost += o.FromHost
+	c.ToHost += o.ToHost
 	c.SteerPackets += o.SteerPackets
 	c.SteerNanos += o.SteerNanos
 	c.CPUNanos += o.CPUNanos

@@ -165,19 +165,17 @@ func (w *Worker) inbound6(f *nic.Frame) {
 		w.drop(f, DropMartian)
 		return
 	}
-	if *dst == l6.Router {
-		// The router answers echo and takes ICMPv6 errors; it offers no
-		// other service to the session.
-		if ip.NextHeader() == hdr.ProtoICMP6 {
+	toHost := *dst == l6.Router
+	if toHost {
+		// The control plane answers echo requests; the rest is the host
+		// stack's (host.go), past the firewall as a LAN host's.
+		if ip.NextHeader() == hdr.ProtoICMP6 && len(ip) > hdr.IPv6Len && ip[hdr.IPv6Len] == hdr.ICMP6EchoRequest {
 			w.toException(f, FromWANIP)
 			return
 		}
-		w.drop(f, DropFirewall)
-		return
-	}
-	// Only the LAN prefix is routed to the LAN; the rest of a delegated
-	// prefix has nowhere to go (and must not loop back upstream).
-	if !l6.Contains(dst) {
+	} else if !l6.Contains(dst) {
+		// Only the LAN prefix is routed to the LAN; the rest of a delegated
+		// prefix has nowhere to go (and must not loop back upstream).
 		w.drop(f, DropNotForUs)
 		return
 	}
@@ -197,7 +195,12 @@ func (w *Worker) inbound6(f *nic.Frame) {
 		w.drop(f, DropHeadroom)
 		return
 	}
-	mac, ok := w.neigh6.Lookup(dst)
+	mac, ok := w.cfg.RouterMAC, true
+	if toHost {
+		f.Flags |= flagToHost
+	} else {
+		mac, ok = w.neigh6.Lookup(dst)
+	}
 	if !ok {
 		eth := hdr.Ethernet(f.Data())
 		eth.SetAddrs([6]byte{}, w.cfg.RouterMAC)
@@ -213,6 +216,10 @@ func (w *Worker) inbound6(f *nic.Frame) {
 	w.c.BytesDown += uint64(len(ip))
 	if w.down != nil {
 		w.down.EnqueueAt(f, h, host6(dst), w.now)
+		return
+	}
+	if toHost {
+		w.handToHost(f)
 		return
 	}
 	w.lanQ = append(w.lanQ, f)
@@ -231,7 +238,12 @@ func (w *Worker) downstream(f *nic.Frame, ip hdr.IPv4) {
 		return
 	}
 	if w.down != nil {
-		mac, ok := w.neigh.Lookup(dst)
+		mac, ok := w.cfg.RouterMAC, true
+		if dst == w.cfg.RouterAddr {
+			f.Flags |= flagToHost // the router's own: for the host stack
+		} else {
+			mac, ok = w.neigh.Lookup(dst)
+		}
 		if !ok {
 			w.unresolved(f)
 			return
@@ -248,11 +260,15 @@ func (w *Worker) downstream(f *nic.Frame, ip hdr.IPv4) {
 // toLAN writes the Ethernet header for an IPv4 packet at the front of f
 // (or already behind an Ethernet header when f starts with one: hasEth)
 // addressed to LAN host dst and queues it; host is the LAN host for
-// fairness.
+// fairness. A packet for the router's own address goes to the host stack.
 func (w *Worker) toLAN(f *nic.Frame, dst, host uint32) {
 	b := f.Data()
 	if len(b) < hdr.EthernetLen {
 		w.drop(f, DropBadEthernet)
+		return
+	}
+	if dst == w.cfg.RouterAddr {
+		w.toHost(f, hdr.EtherTypeIPv4)
 		return
 	}
 	eth := hdr.Ethernet(b)

@@ -423,6 +423,16 @@ const (
 	// IPCP/IPv6CP, the AC's discovery), on a path of their own that other
 	// WAN control traffic cannot crowd out (Ethernet frame).
 	FromWANSession
+	// FromHost (Send): a frame the host stack sent to a destination beyond
+	// the LAN (Ethernet to RouterMAC). A worker routes it as a LAN host's
+	// frame whose source may be the router's own LAN address (host.go):
+	// ownership hand-over, NAT, MSS clamping, shaping and the session.
+	FromHost
+	// ToHost: an Ethernet frame (to RouterMAC) for the host stack from the
+	// fast path: traffic from the session to the router's own LAN address
+	// (IPv4, after the NAT) or LAN prefix address (IPv6, after the
+	// firewall), and ICMP errors about frames the host sent.
+	ToHost
 )
 
 // PollControl hands every pending control (WAN) and exception (LAN) frame
@@ -470,8 +480,9 @@ var ErrInjectFull = errors.New("dataplane: injection ring full")
 const injectStall = 20 * time.Millisecond
 
 // Send queues a frame (Ethernet header included) for transmission on the
-// WAN (ToWAN) or LAN (ToLAN) by a worker. Safe for concurrent use; for the
-// control plane and the host-stack path, not for bulk traffic. Frames
+// WAN (ToWAN) or LAN (ToLAN) by a worker, or for a worker to route as the
+// host stack's (FromHost). Safe for concurrent use; for the control plane
+// and the host-stack path, not for bulk traffic. Frames
 // keep their order while the worker carrying them makes progress; one
 // that stalls (injectStall) is passed over, and frames it still holds go
 // out when it resumes.

@@ -122,12 +122,17 @@ func (w *Worker) icmpToWAN(f *nic.Frame, typ, code uint8) {
 }
 
 // errorBackToLAN queues the ICMP or ICMPv6 error in f (IP at the front)
-// on the LAN to the host at mac that caused it.
+// on the LAN to the host at mac that caused it, or for the host stack
+// when it sent the frame (flagFromHost).
 func (w *Worker) errorBackToLAN(f *nic.Frame, mac [6]byte, et uint16) {
 	eth := hdr.Ethernet(f.Push(hdr.EthernetLen))
+	w.c.ICMPSent++
+	if f.Flags&flagFromHost != 0 {
+		w.toHost(f, et)
+		return
+	}
 	eth.SetAddrs(mac, w.cfg.RouterMAC)
 	eth.SetType(et)
-	w.c.ICMPSent++
 	w.lanQ = append(w.lanQ, f)
 	if len(w.lanQ) == cap(w.lanQ) {
 		w.flushLAN()

@@ -22,7 +22,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	}
 	eth := hdr.Ethernet(b)
 	if b[0]&1 != 0 { // broadcast / multicast: ARP, DHCP, ND... for the host
-		w.toException(f, FromLAN)
+		w.lanException(f)
 		return
 	}
 	if [6]byte(eth.Dst()) != w.cfg.RouterMAC {
@@ -35,7 +35,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.fromLAN6(f)
 		return
 	case hdr.EtherTypeARP:
-		w.toException(f, FromLAN)
+		w.lanException(f)
 		return
 	default:
 		w.drop(f, DropUnsupported)
@@ -50,16 +50,16 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 	ip = ip[:ip.TotalLen()]
 	dst, src := ip.Dst(), ip.Src()
 	if dst == w.cfg.RouterAddr {
-		w.toException(f, FromLAN)
+		w.lanException(f)
 		return
 	}
 	// A redirected hairpin may already carry the public source address.
-	if (src&w.lanMask != w.cfg.LANNet || src == w.cfg.RouterAddr) && f.Flags&flagRedirected == 0 {
+	if !w.lanSource(f, src) && f.Flags&flagRedirected == 0 {
 		w.drop(f, DropMartian)
 		return
 	}
 	if dst&w.lanMask == w.cfg.LANNet || dst>>28 == 0xe || dst == 0xffffffff {
-		w.toException(f, FromLAN) // same-subnet or multicast: the host stack decides
+		w.lanException(f) // same-subnet or multicast: the host stack decides
 		return
 	}
 	later := laterFragment(ip)
@@ -128,7 +128,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.redirect(f, w.nat.RedirectTarget(), false)
 		return
 	case nat.Local:
-		w.toException(f, FromLAN)
+		w.lanException(f)
 		return
 	default:
 		w.drop(f, DropNAT)
@@ -149,7 +149,7 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 func (w *Worker) fromLAN6(f *nic.Frame) {
 	l6 := w.lan6
 	if l6 == nil {
-		w.toException(f, FromLAN) // the host stack's, if anyone's
+		w.lanException(f) // the host stack's, if anyone's
 		return
 	}
 	ip := hdr.IPv6(f.Data()[hdr.EthernetLen:])
@@ -161,11 +161,11 @@ func (w *Worker) fromLAN6(f *nic.Frame) {
 	ip = ip[:ip.TotalLen()]
 	dst := (*hdr.Addr6)(ip[24:40])
 	if hdr.IsMulticast6(dst) || hdr.IsLinkLocal6(dst) || *dst == l6.Router || l6.Contains(dst) {
-		w.toException(f, FromLAN)
+		w.lanException(f)
 		return
 	}
 	src := (*hdr.Addr6)(ip[8:24])
-	if !l6.Contains(src) || *src == l6.Router {
+	if f.Flags&flagFromHost == 0 && (!l6.Contains(src) || *src == l6.Router) || f.Flags&flagFromHost != 0 && *src != l6.Router {
 		w.drop(f, DropMartian)
 		return
 	}

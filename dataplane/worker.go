@@ -16,6 +16,13 @@ const (
 	flagFromWAN     = 1
 	flagRedirected  = 2 // handed over once
 	flagRedirected2 = 4 // handed over twice (a hairpin's second hop)
+	// flagFromHost: the host stack sent it (Send FromHost): its source
+	// may be the router's own address, and nothing of it goes back to the
+	// control plane (host.go). It stays with the frame when handed over.
+	flagFromHost = 8
+	// flagToHost: a downlink frame for the router's own address, waiting
+	// in the downlink shaper: it leaves for the host stack, not the LAN.
+	flagToHost = 16
 )
 
 // Worker is one pinned thread: it owns LAN RX/TX queue k, WAN TX queue k,
@@ -45,6 +52,7 @@ type Worker struct {
 	pool *framePool
 	rx   []*nic.Frame
 	tmp  []*nic.Frame
+	inj  []*nic.Frame // drainInject's
 	lanQ []*nic.Frame // pending LAN TX
 	wanQ []*nic.Frame // pending WAN TX
 
@@ -129,6 +137,7 @@ func newWorker(e *Engine, id int) (*Worker, error) {
 	w.pool = newFramePool(cfg.PoolFrames, cfg.PoolFrames+4*cfg.RingSize*(cfg.Workers+2))
 	w.rx = make([]*nic.Frame, b)
 	w.tmp = make([]*nic.Frame, b)
+	w.inj = make([]*nic.Frame, b)
 	w.lanQ = make([]*nic.Frame, 0, b)
 	w.wanQ = make([]*nic.Frame, 0, b)
 	w.redirOut = make([][]*nic.Frame, cfg.Workers)
@@ -450,6 +459,10 @@ func (w *Worker) shape() {
 		for {
 			n := w.down.DequeueAt(w.tmp, w.now)
 			for _, f := range w.tmp[:n] {
+				if f.Flags&flagToHost != 0 {
+					w.handToHost(f)
+					continue
+				}
 				w.lanQ = append(w.lanQ, f)
 				if len(w.lanQ) == cap(w.lanQ) {
 					w.flushLAN()
@@ -529,16 +542,21 @@ func (w *Worker) flushException() {
 	w.excOut = w.excOut[:0]
 }
 
-// drainInject sends frames the control plane queued for this worker.
+// drainInject sends frames the control plane queued for this worker, and
+// routes those the host stack sent (FromHost).
 func (w *Worker) drainInject() int {
 	l := w.links.inject
-	n := l.Data.Pop(w.tmp)
-	for i, f := range w.tmp[:n] {
+	n := l.Data.Pop(w.inj)
+	for i, f := range w.inj[:n] {
+		if Dir(f.Kind) == FromHost {
+			w.fromHost(f)
+			continue
+		}
 		p := w.cfg.WAN
 		if Dir(f.Kind) == ToLAN {
 			p = w.cfg.LAN
 		}
-		k, err := p.Send(w.id, w.tmp[i:i+1])
+		k, err := p.Send(w.id, w.inj[i:i+1])
 		if err != nil {
 			w.portErr(p, err)
 		}
@@ -553,7 +571,7 @@ func (w *Worker) drainInject() int {
 	}
 	// Return the same frames (now empty) to the control plane's pool.
 	for k := 0; k < n; {
-		k += l.Ret.Push(w.tmp[k:n])
+		k += l.Ret.Push(w.inj[k:n])
 	}
 	return n
 }
