@@ -21,8 +21,10 @@ type Config struct {
 	// WANMAC is the WAN port's MAC (source of PPPoE control frames).
 	WANMAC [6]byte
 	// Host, if set, is the host stack's port (a TAP carrying the router's
-	// LAN address and RouterMAC): LAN frames for the router go there and
-	// what it sends goes out on the LAN. Without it the control plane
+	// LAN address and RouterMAC): LAN frames for the router go there, and
+	// so does what the session sends to the router's own addresses; what
+	// it sends goes out on the LAN, or, beyond the LAN, through the fast
+	// path into the session (host.go). Without it the control plane
 	// answers ARP and ICMP echo for the router's addresses itself.
 	Host nic.Port
 	// Queue is the number of WAN control frames buffered for the PPPoE
@@ -53,8 +55,16 @@ type Stats struct {
 	ARPLearned  uint64 `json:"arp_learned"`
 	ARPRequests uint64 `json:"arp_requests"` // sent to resolve LAN next hops
 	EchoReplies uint64 `json:"echo_replies"` // ICMP echo answered for the router
-	ToHost      uint64 `json:"to_host"`      // frames exchanged with the host stack
-	FromHost    uint64 `json:"from_host"`
+	ToHost      uint64 `json:"to_host"`      // frames written to the host stack
+	FromHost    uint64 `json:"from_host"`    // frames from the host stack passed on (LAN or session)
+	// HostRouted: frames from the host stack beyond the LAN, handed to
+	// the fast path for the session (in FromHost too); HostProxied: its
+	// ARP requests and neighbour solicitations for addresses beyond the
+	// LAN, answered with the router's MAC; HostDropped: frames from or
+	// for the host stack not passed on (a full ring or port).
+	HostRouted  uint64 `json:"host_routed"`
+	HostProxied uint64 `json:"host_proxied"`
+	HostDropped uint64 `json:"host_dropped"`
 	Ignored     uint64 `json:"ignored"` // exceptions nobody handles (counted, dropped)
 	// QueueFull: exceptions dropped with ExceptionQueue frames waiting
 	// (counted in Ignored too).
@@ -95,6 +105,7 @@ type Control struct {
 	freePrio chan []byte
 	stats    struct {
 		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored, queueFull atomic.Uint64
+		hostRouted, hostProxied, hostDropped                                               atomic.Uint64
 	}
 	// Exceptions travel from Run to the exception goroutine in excQueue,
 	// each in its own buffer from excFree: Run never blocks (with none
@@ -105,7 +116,8 @@ type Control struct {
 	excQueue   chan *exception
 	dispatchFn func(dataplane.Dir, []byte)
 	hostRx     []*nic.Frame
-	hostTx     []*nic.Frame // the exception goroutine's
+	hostMu     sync.Mutex
+	hostTx     []*nic.Frame // sendHost's (hostMu)
 	closed     chan struct{}
 	once       sync.Once
 	arpMu      sync.Mutex
@@ -169,7 +181,8 @@ func (c *Control) Stats() Stats {
 	s := Stats{WANFrames: c.stats.wan.Load(), WANDropped: c.stats.wanDrop.Load(),
 		ARPReplies: c.stats.arpRep.Load(), ARPLearned: c.stats.arpLearn.Load(), ARPRequests: c.stats.arpReq.Load(),
 		EchoReplies: c.stats.echo.Load(), ToHost: c.stats.toHost.Load(), FromHost: c.stats.fromHost.Load(),
-		Ignored: c.stats.ignored.Load(), QueueFull: c.stats.queueFull.Load(), HeldSent: c.heldSent.Load()}
+		Ignored: c.stats.ignored.Load(), QueueFull: c.stats.queueFull.Load(), HeldSent: c.heldSent.Load(),
+		HostRouted: c.stats.hostRouted.Load(), HostProxied: c.stats.hostProxied.Load(), HostDropped: c.stats.hostDropped.Load()}
 	s.Held, s.HeldDropped, s.HeldWaiting = c.hold.counts()
 	h6, d6, w6 := c.hold6.counts()
 	s.Held, s.HeldDropped, s.HeldWaiting = s.Held+h6, s.HeldDropped+d6, s.HeldWaiting+w6
@@ -259,9 +272,7 @@ func (c *Control) pollHost() int {
 		return 0
 	}
 	for _, f := range c.hostRx[:n] {
-		if c.e.Send(dataplane.ToLAN, f.Data()) == nil {
-			c.stats.fromHost.Add(1)
-		}
+		c.fromHost(f)
 	}
 	return n
 }
@@ -347,6 +358,8 @@ func (c *Control) handle(d dataplane.Dir, f *nic.Frame) {
 		if mac, ok := c.e.Neighbors().Lookup(dst); ok {
 			c.sendHeld(dst, mac)
 		}
+	case dataplane.ToHost:
+		c.toHostFrame(b)
 	case dataplane.FromWANIP:
 		if len(b) > 0 && b[0]>>4 == 6 {
 			if !c.fromWAN6(f) {
@@ -506,10 +519,7 @@ func (c *Control) fromLAN(b []byte) {
 		}
 	}
 	if c.cfg.Host != nil {
-		c.hostTx[0].SetData(b)
-		if _, err := c.cfg.Host.Send(0, c.hostTx); err == nil {
-			c.stats.toHost.Add(1)
-		}
+		c.sendHost(b)
 		return
 	}
 	if eth.Type() == hdr.EtherTypeIPv4 && c.echoReplyLAN(b) {
