@@ -23,9 +23,13 @@ type Options struct {
 	// takes half of the kernel path's delivered peak of the first run.
 	Shape    bool
 	ShapeBps uint64
-	Workers  int    // pppfwd's workers in the VM (default: VCPUs)
-	Binary   string // the pppfwd binary copied into the VM (default: this one)
-	CacheDir string // vmlab's image cache ("": its default)
+	// Direction is the load: "both" (default: uplink and downlink at the
+	// offered rate each), "down" (WAN to LAN only: a download, which the
+	// kernel path receives on one NIC queue) or "up".
+	Direction string
+	Workers   int    // pppfwd's workers in the VM (default: VCPUs)
+	Binary    string // the pppfwd binary copied into the VM (default: this one)
+	CacheDir  string // vmlab's image cache ("": its default)
 	// Progress receives one line per step; Logf details (nil: discard).
 	Progress func(string)
 	Logf     func(string, ...any)
@@ -55,6 +59,13 @@ func (o *Options) defaults() error {
 	}
 	if o.Warmup <= 0 {
 		o.Warmup = 500 * time.Millisecond
+	}
+	switch o.Direction {
+	case "":
+		o.Direction = "both"
+	case "both", "down", "up":
+	default:
+		return fmt.Errorf("abvm: direction %q: allowed both, down, up", o.Direction)
 	}
 	if o.Workers <= 0 {
 		o.Workers = o.VCPUs

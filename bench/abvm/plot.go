@@ -33,7 +33,11 @@ func Plot(r *Report, dir string) ([]string, error) {
 		p    *Path
 		c    color.Color
 	}{{"kernel", &r.Kernel, color.RGBA{R: 200, G: 60, B: 40, A: 255}}, {"pppfwd", &r.PPPFWD, color.RGBA{R: 30, G: 90, B: 200, A: 255}}}
-	sub := fmt.Sprintf("%d B frames, %d vCPUs, median of %d runs", r.Size, r.VCPUs, r.Runs)
+	sub := fmt.Sprintf("%d B, load %s, %d vCPUs, median of %d runs", r.Size, r.Direction, r.VCPUs, r.Runs)
+	dirs := 2.0
+	if r.Direction == "down" || r.Direction == "up" {
+		dirs = 1
+	}
 	if r.Emulated {
 		sub += ", TCG"
 	}
@@ -41,12 +45,12 @@ func Plot(r *Report, dir string) ([]string, error) {
 	// Delivered against offered.
 	p := plot.New()
 	p.Title.Text = "Delivered vs offered load (" + sub + ")"
-	p.X.Label.Text = "offered frames/s (both directions)"
+	p.X.Label.Text = "offered frames/s (all directions)"
 	p.Y.Label.Text = "delivered frames/s"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 	for _, e := range paths {
-		if err := addLine(p, e.name, e.c, nil, e.p.Steps, func(s Step) (float64, float64) { return 2 * s.OfferedPPS, s.PPS }); err != nil {
+		if err := addLine(p, e.name, e.c, nil, e.p.Steps, func(s Step) (float64, float64) { return dirs * s.OfferedPPS, s.PPS }); err != nil {
 			return nil, err
 		}
 	}
@@ -57,7 +61,7 @@ func Plot(r *Report, dir string) ([]string, error) {
 	// Per-core busy share.
 	p = plot.New()
 	p.Title.Text = "vCPU busy share per step (" + sub + ")"
-	p.X.Label.Text = "offered frames/s (both directions)"
+	p.X.Label.Text = "offered frames/s (all directions)"
 	p.Y.Label.Text = "busy share"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
 	p.Y.Min, p.Y.Max = 0, 1.05
@@ -72,9 +76,9 @@ func Plot(r *Report, dir string) ([]string, error) {
 			c := c
 			err := addLine(p, fmt.Sprintf("%s cpu%d", e.name, c), e.c, dashes[c%len(dashes)], e.p.Steps, func(s Step) (float64, float64) {
 				if c < len(s.PerCoreBusy) {
-					return 2 * s.OfferedPPS, s.PerCoreBusy[c]
+					return dirs * s.OfferedPPS, s.PerCoreBusy[c]
 				}
-				return 2 * s.OfferedPPS, math.NaN()
+				return dirs * s.OfferedPPS, math.NaN()
 			})
 			if err != nil {
 				return nil, err
@@ -88,7 +92,7 @@ func Plot(r *Report, dir string) ([]string, error) {
 	// Round trip under load.
 	p = plot.New()
 	p.Title.Text = "Round trip under load (" + sub + ")"
-	p.X.Label.Text = "offered frames/s (both directions)"
+	p.X.Label.Text = "offered frames/s (all directions)"
 	p.Y.Label.Text = "round trip, ms"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
@@ -103,12 +107,12 @@ func Plot(r *Report, dir string) ([]string, error) {
 				continue
 			}
 			if err := addLine(p, e.name+v.what+" p99", e.c, v.dash, v.steps, func(s Step) (float64, float64) {
-				return 2 * s.OfferedPPS, positive(s.LatencyP99Ms)
+				return dirs * s.OfferedPPS, positive(s.LatencyP99Ms)
 			}); err != nil {
 				return nil, err
 			}
 			if err := addLine(p, e.name+v.what+" p50", lighter(e.c), v.dash, v.steps, func(s Step) (float64, float64) {
-				return 2 * s.OfferedPPS, positive(s.LatencyP50Ms)
+				return dirs * s.OfferedPPS, positive(s.LatencyP50Ms)
 			}); err != nil {
 				return nil, err
 			}

@@ -2,13 +2,14 @@ package abvm
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/iobench"
-	"github.com/pppfwd/pppfwd/nic"
+	"github.com/pppfwd/pppfwd/internal/rawsock"
 )
 
 // probeResult is one step's round trips.
@@ -17,81 +18,60 @@ type probeResult struct {
 	p50, p99, max float64 // ms
 }
 
+// probePort is the probe flow's remote port: the probe sockets admit
+// only UDP frames from or to it (rawsock.OpenUDPPort), so the load costs
+// the probe nothing on the host.
+const probePort = 7
+
 // probe sends a probe frame every probeEvery for d from the LAN tap; the
 // WAN side reflects each (iobench.Reply, in the session it came in) and
 // the LAN side times its return. A probe not back within probeTimeout is
-// lost. It runs beside the load, on ports of its own.
+// lost.
 func (g *gen) probe(ctx context.Context, d time.Duration) *probeResult {
 	var sentAt, backAt [probeIDs]atomic.Int64
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	// The WAN side: answer probes.
-	go func() {
+	read := func(c *rawsock.Conn, handle func(b []byte)) {
 		defer wg.Done()
-		rx, tx := nic.NewFrames(64), nic.NewFrames(1)
+		buf := make([]byte, 2048)
 		for ctx.Err() == nil {
-			n, err := g.pb.Recv(0, rx)
+			n, err := c.ReadFrame(buf, 20*time.Millisecond)
+			if errors.Is(err, rawsock.ErrTimeout) {
+				continue
+			}
 			if err != nil {
 				return
 			}
-			for _, f := range rx[:n] {
-				if id, ok := ipID(f.Data()); ok && id >= probeBase && id < probeBase+probeIDs {
-					if r, err := iobench.Reply(f.Data()); err == nil {
-						tx[0].Reset()
-						tx[0].SetData(r)
-						_, _ = g.pb.Send(0, tx)
-						flush(g.pb)
-					}
-				}
-				f.Reset()
-			}
-			if n == 0 {
-				_ = g.pb.Wait(0, 5*time.Millisecond)
+			if id, ok := ipID(buf[:n]); ok && id >= probeBase && id < probeBase+probeIDs {
+				handle(buf[:n])
 			}
 		}
-	}()
-	// The LAN side: note their return.
-	go func() {
-		defer wg.Done()
-		rx := nic.NewFrames(64)
-		for ctx.Err() == nil {
-			n, err := g.pa.Recv(0, rx)
-			if err != nil {
-				return
-			}
-			now := time.Now().UnixNano()
-			for _, f := range rx[:n] {
-				b := f.Data()
-				// Downlink frames reach the LAN host's MAC, not the router's.
-				if id, ok := ipID(b); ok && id >= probeBase && id < probeBase+probeIDs && b[0] == 0x02 {
-					backAt[id-probeBase].CompareAndSwap(0, now)
-				}
-				f.Reset()
-			}
-			if n == 0 {
-				_ = g.pa.Wait(0, 5*time.Millisecond)
-			}
+	}
+	// The WAN side answers probes in their session.
+	go read(g.pb, func(b []byte) {
+		if r, err := iobench.Reply(b); err == nil {
+			_ = g.pb.WriteFrame(r)
 		}
-	}()
-	tx := nic.NewFrames(1)
+	})
+	// The LAN side notes their return (to the LAN host's MAC; what the
+	// probe itself sent towards the router is skipped).
+	go read(g.pa, func(b []byte) {
+		if b[0] == 0x02 {
+			id, _ := ipID(b)
+			backAt[id-probeBase].CompareAndSwap(0, time.Now().UnixNano())
+		}
+	})
 	r := &probeResult{}
 	start := time.Now()
-	for i := 0; time.Since(start) < d && i < probeIDs; i++ {
-		if ctx.Err() != nil {
-			break
-		}
-		tx[0].Reset()
-		tx[0].SetData(g.probeUp[i])
+	for i := 0; time.Since(start) < d && i < probeIDs && ctx.Err() == nil; i++ {
 		sentAt[i].Store(time.Now().UnixNano())
-		if n, err := g.pa.Send(0, tx); err != nil || n != 1 {
+		if err := g.pa.WriteFrame(g.probeUp[i]); err != nil {
 			sentAt[i].Store(0)
 		} else {
-			flush(g.pa)
 			r.sent++
 		}
-		next := start.Add(time.Duration(i+1) * probeEvery)
-		if w := time.Until(next); w > 0 {
+		if w := time.Until(start.Add(time.Duration(i+1) * probeEvery)); w > 0 {
 			time.Sleep(w)
 		}
 	}
@@ -99,7 +79,7 @@ func (g *gen) probe(ctx context.Context, d time.Duration) *probeResult {
 	deadline := time.Now().Add(probeTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		done := true
-		for i := 0; i < r.sent; i++ {
+		for i := range sentAt {
 			if sentAt[i].Load() != 0 && backAt[i].Load() == 0 {
 				done = false
 				break
@@ -131,11 +111,4 @@ func (g *gen) probe(ctx context.Context, d time.Duration) *probeResult {
 		r.max = rtts[len(rtts)-1]
 	}
 	return r
-}
-
-// flush hands queued TX frames to the kernel on ports that batch them.
-func flush(p nic.Port) {
-	if f, ok := p.(interface{ Flush(int) error }); ok {
-		_ = f.Flush(0)
-	}
 }

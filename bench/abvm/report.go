@@ -9,8 +9,8 @@ import (
 
 // Step is one offered load on one path.
 type Step struct {
-	// OfferedPPS is the offered rate per direction (both directions
-	// load at once); PPS is what arrived, both directions together.
+	// OfferedPPS is the offered rate of each loaded direction (see
+	// Report.Direction); PPS is what arrived, all directions together.
 	OfferedPPS float64 `json:"offered_pps"`
 	PPS        float64 `json:"pps"`
 	UpPPS      float64 `json:"up_pps"`
@@ -38,6 +38,9 @@ type Step struct {
 	GenCPUShare  float64 `json:"gen_cpu_share"`
 	HostCPUShare float64 `json:"host_cpu_share"`
 	SentPct      float64 `json:"sent_pct"`
+	// HostCoreBusy is each host CPU's busy share over the step: the VM's
+	// vCPU threads, qemu's I/O, the generator and the AC share them.
+	HostCoreBusy []float64 `json:"host_core_busy"`
 }
 
 // Path is one router's figures: medians over runs.
@@ -75,8 +78,10 @@ type Report struct {
 	Runs     int    `json:"runs"`
 	Size     int    `json:"size"`
 	Flows    int    `json:"flows"`
-	Workers  int    `json:"pppfwd_workers"`
-	Backend  string `json:"pppfwd_backend"`
+	// Direction is what was loaded: both, down (WAN to LAN) or up.
+	Direction string `json:"direction"`
+	Workers   int    `json:"pppfwd_workers"`
+	Backend   string `json:"pppfwd_backend"`
 	// ShapeBps is the shaped steps' rate of each direction (0: none).
 	ShapeBps uint64 `json:"shape_bps"`
 	Kernel   Path   `json:"kernel"`
@@ -162,6 +167,7 @@ func medianSteps(runs [][]Step) []Step {
 			GenCPUShare:    f(func(s Step) float64 { return s.GenCPUShare }),
 			HostCPUShare:   f(func(s Step) float64 { return s.HostCPUShare }),
 			SentPct:        f(func(s Step) float64 { return s.SentPct }),
+			HostCoreBusy:   cores(func(s Step) []float64 { return s.HostCoreBusy }),
 		}
 	}
 	return out
@@ -225,8 +231,8 @@ func (r *Report) WriteTable(w io.Writer) {
 	if r.Emulated {
 		emu = ", emulated (TCG): read the ratios, not the absolute rates"
 	}
-	fmt.Fprintf(w, "bench ab: where %s%s; %d vCPUs, %d runs (medians, min-max), %d B frames, %d flows, pppfwd %s with %d workers\n",
-		r.Where, emu, r.VCPUs, r.Runs, r.Size, r.Flows, r.Backend, r.Workers)
+	fmt.Fprintf(w, "bench ab: where %s%s; %d vCPUs, %d runs (medians, min-max), %d B frames, %d flows, load %s, pppfwd %s with %d workers\n",
+		r.Where, emu, r.VCPUs, r.Runs, r.Size, r.Flows, r.Direction, r.Backend, r.Workers)
 	fmt.Fprintf(w, "\n  delivered  pppfwd/kernel %.2fx packets, %.2fx Mbit/s\n", r.RatioPPS, r.RatioMbps)
 	fmt.Fprintf(w, "  p99 under overload  kernel %.1f ms, pppfwd %.1f ms (kernel/pppfwd %.2fx)\n",
 		r.Kernel.LatencyP99Ms, r.PPPFWD.LatencyP99Ms, r.RatioLatencyP99)
@@ -252,12 +258,12 @@ func (r *Report) WriteTable(w io.Writer) {
 }
 
 func writeSteps(w io.Writer, what string, steps []Step) {
-	fmt.Fprintf(w, "  %-8s %10s %10s %7s %8s %8s %8s  %-22s %-22s %6s %6s\n", what, "offered/dir", "delivered", "loss%",
-		"p50 ms", "p99 ms", "Mbit/s", "core busy", "core softirq", "gen", "sent%")
+	fmt.Fprintf(w, "  %-8s %10s %10s %7s %8s %8s %8s  %-14s %-14s %-14s %6s\n", what, "offered/dir", "delivered", "loss%",
+		"p50 ms", "p99 ms", "Mbit/s", "vCPU busy", "vCPU softirq", "host busy", "sent%")
 	for _, s := range steps {
-		fmt.Fprintf(w, "  %-8s %10.0f %10.0f %7.2f %8.2f %8.2f %8.1f  %-22s %-22s %6.2f %6.1f\n", "",
+		fmt.Fprintf(w, "  %-8s %10.0f %10.0f %7.2f %8.2f %8.2f %8.1f  %-14s %-14s %-14s %6.1f\n", "",
 			s.OfferedPPS, s.PPS, s.LossPct, s.LatencyP50Ms, s.LatencyP99Ms, s.Mbps,
-			pcts(s.PerCoreBusy), pcts(s.PerCoreSoftirq), s.GenCPUShare, s.SentPct)
+			pcts(s.PerCoreBusy), pcts(s.PerCoreSoftirq), pcts(s.HostCoreBusy), s.SentPct)
 	}
 }
 

@@ -76,7 +76,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	b := &bench{o: o, ns: ns}
-	rep := &Report{Bench: "ab", Where: "vm", Emulated: true, VCPUs: o.VCPUs, Runs: o.Runs, Size: o.Size,
+	rep := &Report{Bench: "ab", Where: "vm", Emulated: true, VCPUs: o.VCPUs, Runs: o.Runs, Size: o.Size, Direction: o.Direction,
 		Flows: o.Flows, Workers: o.Workers, Backend: "afpacket"}
 	var kRuns, pRuns, kShaped, pShaped [][]Step
 	ladders := map[string][]float64{}
@@ -311,12 +311,16 @@ func (b *bench) ladder(ctx context.Context, vm *vmlab.VM, g *gen, run int, path,
 			return nil, err
 		}
 		steps = append(steps, *s)
-		b.o.Progress(fmt.Sprintf("run %d/%d: %s %s: offered %.0f/s each way, delivered %.0f/s, loss %.1f%%, p99 %.1f ms, cores %s",
+		b.o.Progress(fmt.Sprintf("run %d/%d: %s %s: offered %.0f/s per direction ("+b.o.Direction+"), delivered %.0f/s, loss %.1f%%, p99 %.1f ms, cores %s",
 			run+1, b.o.Runs, path, what, rate, s.PPS, s.LossPct, s.LatencyP99Ms, pcts(s.PerCoreBusy)))
 		if grow {
 			peak := 0.0
+			dirs := 2.0
+			if b.o.Direction != "both" {
+				dirs = 1
+			}
 			for _, x := range steps {
-				peak = max(peak, x.PPS/2)
+				peak = max(peak, x.PPS/dirs)
 			}
 			if rate >= 2*peak || len(steps) == maxLadder {
 				break
@@ -335,6 +339,13 @@ func (b *bench) step(ctx context.Context, vm *vmlab.VM, g *gen, rate float64) (*
 		MatchA: skipProbes(iobench.FastMatch([]byte{0x02, 0x60, 0, 0}, hdr.EtherTypeIPv4, o.Flows)),
 		MatchB: skipProbes(iobench.FastMatch(nil, hdr.EtherTypePPPoESess, o.Flows)),
 		Flows:  o.Flows, Rate: rate, Warmup: o.Warmup, Duration: o.StepDuration, CPU: -1, Nap: 200 * time.Microsecond}
+	dirs := 2.0
+	switch o.Direction {
+	case "down":
+		load.UpRate, dirs = -1, 1
+	case "up":
+		load.DownRate, dirs = -1, 1
+	}
 
 	// The guest's CPU and the probe cover the measured window.
 	type stat struct {
@@ -377,9 +388,11 @@ func (b *bench) step(ctx context.Context, vm *vmlab.VM, g *gen, rate float64) (*
 		probe = g.probe(pctx, o.StepDuration)
 	}()
 	var ru0, ru1 syscall.Rusage
+	host0, _ := hostStat()
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	c, err := load.Run()
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	host1, _ := hostStat()
 	pwg.Wait()
 	pcancel()
 	if err != nil {
@@ -398,8 +411,11 @@ func (b *bench) step(ctx context.Context, vm *vmlab.VM, g *gen, rate float64) (*
 	s.Mbps = (s.UpPPS*upBits + s.DownPPS*downBits) / 1e6
 	// Loss is against the offer: a tap the VM does not drain refuses
 	// frames (SentPct below 100), and those are the router's loss too.
-	s.LossPct = 100 * max(1-s.PPS/(2*rate), 0)
-	s.SentPct = 100 * float64(c.UpSentWindow+c.DownSentWindow) / (2 * rate * win)
+	s.LossPct = 100 * max(1-s.PPS/(dirs*rate), 0)
+	s.SentPct = 100 * float64(c.UpSentWindow+c.DownSentWindow) / (dirs * rate * win)
+	if host0 != nil && host1 != nil {
+		s.HostCoreBusy, _ = coreShares(host0, host1)
+	}
 	wall := c.Wall.Seconds()
 	s.GenCPUShare = c.GenCPU.Seconds() / wall
 	proc := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) - c.GenCPU
@@ -425,6 +441,15 @@ func (b *bench) step(ctx context.Context, vm *vmlab.VM, g *gen, rate float64) (*
 // errStalled: the generator was descheduled for longer than a step's
 // window, so the step measured nothing.
 var errStalled = errors.New("abvm: the generator stalled for longer than the step's window: the host is overloaded")
+
+// hostStat reads this machine's /proc/stat.
+func hostStat() ([]vmlab.CPUTimes, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil, err
+	}
+	return vmlab.ParseProcStat(string(b))
+}
 
 // coreShares returns each CPU's busy and softirq shares between two
 // /proc/stat snapshots.
@@ -589,10 +614,10 @@ func arpReply(f []byte, hosts map[uint32][6]byte) ([]byte, bool) {
 	return r, true
 }
 
-// gen is the generator's and the probe's ports on the taps.
+// gen is the generator's ports and the probe's sockets on the taps.
 type gen struct {
-	a, b     nic.Port // load: LAN tap, WAN tap
-	pa, pb   nic.Port // probe
+	a, b     nic.Port      // load: LAN tap, WAN tap
+	pa, pb   *rawsock.Conn // probe: LAN tap, WAN tap
 	up, down [][]byte
 	probeUp  [][]byte // by IPv4 id - probeBase
 }
@@ -600,19 +625,22 @@ type gen struct {
 func (b *bench) openGen(flows []iobench.Flow) (*gen, error) {
 	g := &gen{}
 	cfg := afpacket.Config{BlockSize: 64 << 10, Blocks: 64}
-	open := func(ifname string) (p nic.Port, err error) {
-		err = b.ns.Do(func() (e error) { p, e = afpacket.Open(ifname, cfg); return })
-		return
-	}
-	var err error
-	for _, x := range []struct {
-		p   *nic.Port
-		ifn string
-	}{{&g.a, lanTap}, {&g.b, wanTap}, {&g.pa, lanTap}, {&g.pb, wanTap}} {
-		if *x.p, err = open(x.ifn); err != nil {
-			g.close()
-			return nil, err
+	err := b.ns.Do(func() (err error) {
+		if g.a, err = afpacket.Open(lanTap, cfg); err != nil {
+			return err
 		}
+		if g.b, err = afpacket.Open(wanTap, cfg); err != nil {
+			return err
+		}
+		if g.pa, err = rawsock.OpenUDPPort(lanTap, probePort); err != nil {
+			return err
+		}
+		g.pb, err = rawsock.OpenUDPPort(wanTap, probePort)
+		return err
+	})
+	if err != nil {
+		g.close()
+		return nil, err
 	}
 	dst := vmlab.DefaultMAC(0)
 	for i, f := range flows {
@@ -625,7 +653,7 @@ func (b *bench) openGen(flows []iobench.Flow) (*gen, error) {
 	}
 	// Probe frames: a flow of their own from the first host.
 	pf := flows[0]
-	pf.SrcPort, pf.DstPort, pf.Remote = 40000, 7, u32(netip.MustParseAddr("203.0.113.250"))
+	pf.SrcPort, pf.DstPort, pf.Remote = 40000, probePort, u32(netip.MustParseAddr("203.0.113.250"))
 	for i := 0; i < probeIDs; i++ {
 		fr, err := iobench.Uplink(pf, probeBase+i, b.o.Size, dst)
 		if err != nil {
@@ -638,9 +666,14 @@ func (b *bench) openGen(flows []iobench.Flow) (*gen, error) {
 }
 
 func (g *gen) close() {
-	for _, p := range []nic.Port{g.a, g.b, g.pa, g.pb} {
+	for _, p := range []nic.Port{g.a, g.b} {
 		if p != nil {
 			p.Close()
+		}
+	}
+	for _, c := range []*rawsock.Conn{g.pa, g.pb} {
+		if c != nil {
+			c.Close()
 		}
 	}
 }

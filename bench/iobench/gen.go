@@ -37,6 +37,10 @@ type Load struct {
 	Drain    time.Duration // keep receiving this long after sending stopped (200ms)
 	Batch    int           // frames per Send/Recv (64)
 	CPU      int           // pin the generator thread to this CPU (-1: no pinning)
+	// UpRate and DownRate, when positive, replace Rate for one direction;
+	// a negative one turns that direction's sending off (its frames are
+	// still needed: Run checks them).
+	UpRate, DownRate float64
 	// Nap is the sleep of a paced (Rate > 0) or draining generator with
 	// nothing to do (default 20 µs): longer naps cost fewer wakeups and
 	// send in larger bursts.
@@ -252,10 +256,17 @@ func (l Load) Run() (*Counts, error) {
 		work := 0
 		if !stopSend {
 			el := now.Sub(start).Seconds()
-			for _, s := range []*txSide{up, down} {
+			for i, s := range []*txSide{up, down} {
+				rate := l.Rate
+				if r := [2]float64{l.UpRate, l.DownRate}[i]; r != 0 {
+					rate = r
+				}
+				if rate < 0 {
+					continue
+				}
 				want := l.Batch
-				if l.Rate > 0 {
-					allowed := int64(l.Rate*el) - int64(s.sent)
+				if rate > 0 {
+					allowed := int64(rate*el) - int64(s.sent)
 					if allowed < int64(want) {
 						want = int(max(allowed, 0))
 					}
@@ -299,7 +310,7 @@ func (l Load) Run() (*Counts, error) {
 				break
 			}
 		}
-		if work == 0 && (l.Rate > 0 || stopSend) {
+		if work == 0 && (l.Rate > 0 || l.UpRate != 0 || l.DownRate != 0 || stopSend) {
 			time.Sleep(l.Nap)
 		}
 	}

@@ -22,6 +22,7 @@ type abLiveFlags struct {
 	VCPUs, Runs, Size, Flows int
 	Rates                    string
 	Duration, Warmup         time.Duration
+	Direction                string
 	Shaped                   bool
 	ShapeRate                uint64
 	JSON                     bool
@@ -36,6 +37,7 @@ func abLiveFlagSet(fs *flag.FlagSet, l *abLiveFlags) {
 	fs.StringVar(&l.Rates, "rates", "", "live: offered frames/s per direction, comma-separated (default: from 1000 doubling until twice what the path delivers)")
 	fs.DurationVar(&l.Duration, "duration", 2*time.Second, "live: measured window of each step")
 	fs.DurationVar(&l.Warmup, "warmup", 500*time.Millisecond, "live: load before each step's window")
+	fs.StringVar(&l.Direction, "direction", "both", "live: the load: both (uplink and downlink at the offered rate each), down (a download: WAN to LAN only) or up")
 	fs.BoolVar(&l.Shaped, "shaped", true, "live: also run the ladder shaped (FQ-CoDel: cake on the kernel path, pppfwd's shaper)")
 	fs.Uint64Var(&l.ShapeRate, "shape-rate", 0, "live: the shaped steps' rate in bit/s each way (0: a quarter of the kernel path's peak Mbit/s, so that the shaper, not the router, is the bottleneck)")
 	fs.BoolVar(&l.JSON, "json", false, "live: print the report as one JSON object")
@@ -91,7 +93,7 @@ func benchABLive(f abFlags, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := abvm.Run(ctx, abvm.Options{VCPUs: l.VCPUs, Runs: l.Runs, Size: l.Size, Flows: l.Flows, Rates: rates,
-		StepDuration: l.Duration, Warmup: l.Warmup, Shape: l.Shaped, ShapeBps: l.ShapeRate, Workers: f.Params.Workers,
+		StepDuration: l.Duration, Warmup: l.Warmup, Direction: l.Direction, Shape: l.Shaped, ShapeBps: l.ShapeRate, Workers: f.Params.Workers,
 		Progress: func(s string) { fmt.Fprintln(stderr, s) }})
 	if err != nil {
 		fmt.Fprintf(stderr, "pppfwd bench ab: %v\n", err)

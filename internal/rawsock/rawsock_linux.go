@@ -68,6 +68,68 @@ func controlFilter() []unix.SockFilter {
 	}
 }
 
+// OpenUDPPort opens a raw frame socket on ifname that receives only
+// IPv4 UDP frames from or to port, untagged, plain or in a PPPoE session
+// (IPv4 headers without options): a probe's own socket beside a load.
+func OpenUDPPort(ifname string, port uint16) (*Conn, error) {
+	return open(ifname, udpPortFilter(port))
+}
+
+// udpPortFilter builds the filter of OpenUDPPort: the IPv4 header at
+// 14 (EtherType IPv4) or 22 (PPPoE session, PPP protocol IPv4), protocol
+// UDP, then either port equal to port.
+func udpPortFilter(port uint16) []unix.SockFilter {
+	ld := func(size uint16, k uint32) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_LD | size | unix.BPF_ABS, K: k}
+	}
+	// jeq takes jump targets as absolute indices, resolved below.
+	type ins struct {
+		f      unix.SockFilter
+		jt, jf int // absolute targets of a jump (-1: the next instruction)
+	}
+	const drop, accept = 17, 18
+	p := []ins{
+		{ld(unix.BPF_H, 12), 0, 0},                                           // 0
+		{jeqK(0x0800), 11, -1},                                               // 1: IPv4 at 14
+		{jeqK(0x8864), -1, drop},                                             // 2
+		{ld(unix.BPF_H, 20), 0, 0},                                           // 3
+		{jeqK(0x0021), -1, drop},                                             // 4
+		{ld(unix.BPF_B, 22+9), 0, 0},                                         // 5
+		{jeqK(17), -1, drop},                                                 // 6
+		{ld(unix.BPF_H, 22+20), 0, 0},                                        // 7
+		{jeqK(uint32(port)), accept, -1},                                     // 8
+		{ld(unix.BPF_H, 22+22), 0, 0},                                        // 9
+		{jeqK(uint32(port)), accept, drop},                                   // 10
+		{ld(unix.BPF_B, 14+9), 0, 0},                                         // 11
+		{jeqK(17), -1, drop},                                                 // 12
+		{ld(unix.BPF_H, 14+20), 0, 0},                                        // 13
+		{jeqK(uint32(port)), accept, -1},                                     // 14
+		{ld(unix.BPF_H, 14+22), 0, 0},                                        // 15
+		{jeqK(uint32(port)), accept, drop},                                   // 16
+		{unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: 0}, 0, 0},       // 17: drop
+		{unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: 0x40000}, 0, 0}, // 18: accept
+	}
+	out := make([]unix.SockFilter, len(p))
+	for i, in := range p {
+		f := in.f
+		if f.Code&0x07 == unix.BPF_JMP {
+			rel := func(t int) uint8 {
+				if t < 0 {
+					return 0
+				}
+				return uint8(t - i - 1)
+			}
+			f.Jt, f.Jf = rel(in.jt), rel(in.jf)
+		}
+		out[i] = f
+	}
+	return out
+}
+
+func jeqK(k uint32) unix.SockFilter {
+	return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k}
+}
+
 func open(ifname string, prog []unix.SockFilter) (*Conn, error) {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {

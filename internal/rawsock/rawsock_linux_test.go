@@ -184,3 +184,85 @@ func TestIntegrationPPPoEControl(t *testing.T) {
 		t.Fatalf("data frame admitted: % x (%v)", buf[:n], err)
 	}
 }
+
+// TestIntegrationUDPPort: the probe socket gets UDP frames from or to its
+// port, plain or in a PPPoE session, and nothing else.
+func TestIntegrationUDPPort(t *testing.T) {
+	lab := nettest.NewLab(t)
+	nsA, err := lab.NewNS("ua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsB, err := lab.NewNS("ub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Veth("uwan0", nsA, "ubras0", nsB, 1); err != nil {
+		t.Fatal(err)
+	}
+	var tx, rx *Conn
+	if err := nsA.Do(func() (err error) { tx, err = Open("uwan0"); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Close() })
+	if err := nsB.Do(func() (err error) { rx, err = OpenUDPPort("ubras0", 7); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rx.Close() })
+	rm, tm := rx.HardwareAddr(), tx.HardwareAddr()
+	mk := func(pppoe bool, proto uint8, sport, dport uint16) []byte {
+		f := append(append([]byte{}, rm[:]...), tm[:]...)
+		if pppoe {
+			f = binary.BigEndian.AppendUint16(f, 0x8864)
+			f = append(f, 0x11, 0, 0, 1, 0, 30, 0x00, 0x21)
+		} else {
+			f = binary.BigEndian.AppendUint16(f, 0x0800)
+		}
+		ip := []byte{0x45, 0, 0, 28, 0, 1, 0, 0, 64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2}
+		f = append(f, ip...)
+		f = binary.BigEndian.AppendUint16(f, sport)
+		f = binary.BigEndian.AppendUint16(f, dport)
+		f = append(f, 0, 8, 0, 0)
+		for len(f) < 60 {
+			f = append(f, 0)
+		}
+		return f
+	}
+	frames := []struct {
+		f    []byte
+		want bool
+	}{
+		{mk(false, 17, 40000, 7), true},
+		{mk(false, 17, 7, 40000), true},
+		{mk(false, 17, 40000, 8), false},
+		{mk(false, 6, 40000, 7), false},
+		{mk(true, 17, 40000, 7), true},
+		{mk(true, 17, 7, 40001), true},
+		{mk(true, 17, 20000, 443), false},
+		{mk(true, 6, 7, 7), false},
+	}
+	lcp := mk(true, 17, 7, 7)
+	lcp[20], lcp[21] = 0xc0, 0x21
+	frames = append(frames, struct {
+		f    []byte
+		want bool
+	}{lcp, false})
+	for _, fr := range frames {
+		if err := tx.WriteFrame(fr.f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 2048)
+	for i, fr := range frames {
+		if !fr.want {
+			continue
+		}
+		n, err := rx.ReadFrame(buf, 2*time.Second)
+		if err != nil || !bytes.Equal(buf[:n], fr.f) {
+			t.Fatalf("frame %d: got % x (%v), want % x", i, buf[:n], err, fr.f)
+		}
+	}
+	if n, err := rx.ReadFrame(buf, 100*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("admitted % x (%v)", buf[:n], err)
+	}
+}
