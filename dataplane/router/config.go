@@ -147,6 +147,7 @@ func ParseConfig(r io.Reader) (*Config, error) {
 	if len(c.lines["nat.max_per_host"]) == 0 {
 		c.NAT.MaxPerHost = DefaultMaxPerHost(c.NAT.Capacity)
 	}
+	c.resolveHostForwards()
 	return c, c.Validate()
 }
 
@@ -249,11 +250,14 @@ func parseAllow6(s string) (dataplane.Allow6, error) {
 	return a, nil
 }
 
-// parseForward reads "tcp|udp EXTPORT LANADDR:PORT".
+// parseForward reads "tcp|udp EXTPORT LANADDR:PORT", where LANADDR may
+// be host, the router's own address (its host stack, host.tap), and host
+// alone is host:EXTPORT. A forward to host has LANAddr hostForward until
+// ParseConfig knows lan.address (resolveHostForwards).
 func parseForward(s string) (nat.Forward, error) {
 	f := strings.Fields(s)
 	if len(f) != 3 {
-		return nat.Forward{}, fmt.Errorf("%q: want PROTO EXTPORT ADDR:PORT", s)
+		return nat.Forward{}, fmt.Errorf("%q: want PROTO EXTPORT ADDR:PORT or PROTO EXTPORT host[:PORT]", s)
 	}
 	var fw nat.Forward
 	switch f[0] {
@@ -269,14 +273,41 @@ func parseForward(s string) (nat.Forward, error) {
 		return nat.Forward{}, err
 	}
 	fw.ExtPort = uint16(p)
+	if f[2] == "host" || strings.HasPrefix(f[2], "host:") {
+		fw.LANAddr, fw.LANPort = hostForward, fw.ExtPort
+		if port, ok := strings.CutPrefix(f[2], "host:"); ok {
+			lp, err := atoiRange(port, 1, 65535)
+			if err != nil {
+				return nat.Forward{}, err
+			}
+			fw.LANPort = uint16(lp)
+		}
+		return fw, nil
+	}
 	ap, err := netip.ParseAddrPort(f[2])
 	if err != nil || !ap.Addr().Is4() || ap.Port() == 0 {
-		return nat.Forward{}, fmt.Errorf("%q: want IPv4ADDR:PORT", f[2])
+		return nat.Forward{}, fmt.Errorf("%q: want IPv4ADDR:PORT or host[:PORT]", f[2])
 	}
 	a := ap.Addr().As4()
 	fw.LANAddr = uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
 	fw.LANPort = ap.Port()
 	return fw, nil
+}
+
+// hostForward is the LANAddr of a forward to host while lan.address is
+// not known yet: no forward may go to 0.0.0.0.
+const hostForward = 0
+
+// resolveHostForwards gives forwards to host the router's own address.
+func (c *Config) resolveHostForwards() {
+	if !c.LANAddr.IsValid() || !c.LANAddr.Addr().Is4() {
+		return
+	}
+	for i := range c.NAT.Forwards {
+		if c.NAT.Forwards[i].LANAddr == hostForward {
+			c.NAT.Forwards[i].LANAddr = c.RouterAddr()
+		}
+	}
 }
 
 func atoiRange(s string, lo, hi int) (int, error) {
@@ -342,6 +373,10 @@ func (c *Config) Validate() error {
 			c.at("lan.ipv6_subnet", 0), c.LAN6Subnet, c.PDHint, 1<<(64-c.PDHint)-1)
 	}
 	for i, f := range c.NAT.Forwards {
+		if f.LANAddr == c.RouterAddr() && c.HostTap == "" {
+			return fmt.Errorf("%s: nat.forward to the router's own address (host) needs host.tap: the router's services run on its host stack; allowed: a LAN host's address, or host with host.tap set",
+				c.at("nat.forward", i))
+		}
 		if !c.contains(f.LANAddr) {
 			return fmt.Errorf("%s: nat.forward to %s: not in lan.address's prefix %s: allowed: a LAN host's address",
 				c.at("nat.forward", i), addrString(f.LANAddr), c.LANAddr.Masked())

@@ -24,6 +24,7 @@ func FuzzConfig(f *testing.F) {
 	base := "lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\n"
 	for _, s := range []string{
 		base + "nat.forward tcp 1 10.0.0.2:3\n",
+		base + "nat.forward udp 51820 host\nnat.forward tcp 2 host:22\nnat.forward tcp 3 10.0.0.1:4\nhost.tap t0\n",
 		base + "nat.forward = udp 53 10.0.0.9:53\r\nnat.filtering adf\nnat.max_per_host 0\nnat.capacity 4096\n",
 		base + "pppoe.dhcpv6_pd /56\nlan.ipv6_subnet 255\nipv6.allow tcp 443 ::80\nipv6.allow any any\nlan.ipv6_dns 2001:db8::53, 2001:db8::54\n",
 		base + "lan.ipv6_prefix 2001:db8:0:5::77/64\nipv6.firewall off\nipv6.ipsec no\nlan.ipv6_script /x\n",

@@ -230,12 +230,18 @@ var keyTable = []keyDef{
 		v: enumVal[nat.Filtering]{func(c *Config) *nat.Filtering { return &c.NAT.Filtering },
 			[]string{"eif", "adf", "endpoint-independent", "address-dependent"},
 			[]nat.Filtering{nat.EndpointIndependent, nat.AddressDependent, nat.EndpointIndependent, nat.AddressDependent}}},
-	{Name: "nat.forward", Repeat: true, Allowed: "tcp|udp EXTPORT LANADDR:PORT, LANADDR in lan.address's prefix",
-		Sample: "tcp 443 192.168.1.100:443", Help: "repeat for more forwards", v: funcVal{setForward, forwardText}},
+	{Name: "nat.forward", Repeat: true,
+		Allowed: "tcp|udp EXTPORT LANADDR:PORT, LANADDR in lan.address's prefix, or tcp|udp EXTPORT host[:PORT] (the router itself, with host.tap)",
+		Sample:  "tcp 443 192.168.1.100:443", Help: "repeat for more forwards",
+		More: []string{"udp 51820 host: to a service of the router's own (WireGuard on its host.tap)"},
+		v:    funcVal{setForward, forwardText}},
 
 	{Name: "host.tap", Allowed: "a TAP device's name",
-		Sample: "pppfwd0", Help: "TAP for the router's own traffic (DHCP, DNS, SSH on the LAN):",
-		More:    []string{"pppfwd gives it the LAN port's MAC; give it the LAN address yourself"},
+		Sample: "pppfwd0", Help: "TAP for the router's own traffic (DHCP, DNS, SSH on the LAN; its own Internet access):",
+		More: []string{"pppfwd gives it the LAN port's MAC; give it the LAN address yourself, and for the",
+			"box's own traffic a default route: ip route add default via 169.254.0.1 dev pppfwd0 onlink",
+			"(any address beyond the LAN: pppfwd answers ARP for it), ip -6 route add default dev pppfwd0;",
+			"that traffic goes through the NAT (from the public address) as a LAN host's"},
 		Section: []string{""}, v: strVal(func(c *Config) *string { return &c.HostTap })},
 	{Name: "stats.interval", Allowed: "a duration (10s, 1m; 0: never)", Default: "0", Sample: "10s", Help: "log the counters this often (0: never)",
 		v: durVal(func(c *Config) *time.Duration { return &c.StatsInterval })},
@@ -636,12 +642,24 @@ func setForward(c *Config, val string) error {
 
 func forwardText(c *Config) []string {
 	var out []string
+	router := uint32(hostForward)
+	if c.LANAddr.IsValid() && c.LANAddr.Addr().Is4() {
+		router = c.RouterAddr()
+	}
 	for _, f := range c.NAT.Forwards {
 		p := "tcp"
 		if f.Proto == hdr.ProtoUDP {
 			p = "udp"
 		}
-		out = append(out, fmt.Sprintf("%s %d %s:%d", p, f.ExtPort, addrString(f.LANAddr), f.LANPort))
+		toHost := f.LANAddr == router || f.LANAddr == hostForward
+		switch {
+		case toHost && f.LANPort == f.ExtPort:
+			out = append(out, fmt.Sprintf("%s %d host", p, f.ExtPort))
+		case toHost:
+			out = append(out, fmt.Sprintf("%s %d host:%d", p, f.ExtPort, f.LANPort))
+		default:
+			out = append(out, fmt.Sprintf("%s %d %s:%d", p, f.ExtPort, addrString(f.LANAddr), f.LANPort))
+		}
 	}
 	return out
 }
