@@ -34,7 +34,7 @@ func newDesc(name, help string, t prometheus.ValueType, labels ...string) desc {
 var metricDescs = struct {
 	sessionUp, sessionInfo, sessionUpSince, echoRTT, mtu            desc
 	sessionsUp, reconnects, authFailures, echoTimeouts, padtRecv    desc
-	rxFrames, txFrames, bytes, packetsRate, cpu, drops              desc
+	rxFrames, txFrames, bytes, packetsRate, cpu, drops, hostFrames  desc
 	natEntries, natMappings, natSlots, natCapacity, natAllocs       desc
 	natExpired, natDrops                                            desc
 	shaperBacklog, shaperBacklogBytes, shaperDrops, shaperMarks     desc
@@ -57,6 +57,7 @@ var metricDescs = struct {
 	packetsRate:        newDesc("forwarded_packets_per_second", "Frames a second a worker handed to the WAN (up) or LAN (down), over the last sample.", prometheus.GaugeValue, "worker", "direction"),
 	cpu:                newDesc("worker_cpu_seconds_total", "CPU time of a worker's thread.", prometheus.CounterValue, "worker"),
 	drops:              newDesc("drops_total", "Frames a worker dropped, by reason.", prometheus.CounterValue, "worker", "reason"),
+	hostFrames:         newDesc("host_frames_total", "Frames of the router's own host stack a worker routed (up: from it towards the session, down: to it).", prometheus.CounterValue, "worker", "direction"),
 	natEntries:         newDesc("nat_entries", "Live NAT flows in a worker's table.", prometheus.GaugeValue, "worker"),
 	natMappings:        newDesc("nat_mappings", "External ports in use in a worker's table.", prometheus.GaugeValue, "worker"),
 	natSlots:           newDesc("nat_slots", "Used slots of a worker's NAT table.", prometheus.GaugeValue, "worker"),
@@ -122,6 +123,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(m.packetsRate, w.PPSUp, id, "up")
 		emit(m.packetsRate, w.PPSDown, id, "down")
 		emit(m.cpu, w.CPUSeconds, id)
+		emit(m.hostFrames, float64(w.FromHost), id, "up")
+		emit(m.hostFrames, float64(w.ToHost), id, "down")
 		for reason, v := range w.Drops {
 			emit(m.drops, float64(v), id, reason)
 		}

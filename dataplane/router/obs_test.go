@@ -143,6 +143,7 @@ func TestMetrics(t *testing.T) {
 		`pppfwd_session_info{ac_mac="",ac_name="",auth="",ipv6_prefix="",local="",peer="",session_id="",state="discovery"} 1`,
 		`pppfwd_session_up 0`,
 		`pppfwd_forwarded_bytes_total{direction="up",worker="0"} 0`,
+		`pppfwd_host_frames_total{direction="down",worker="0"} 0`,
 		`pppfwd_shaper_rate_bytes_per_second{direction="up"} 5e+06`,
 		`pppfwd_shaper_backlog_packets{direction="up",worker="0"} 0`,
 		`# TYPE pppfwd_worker_cpu_seconds_total counter`,

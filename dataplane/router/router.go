@@ -386,6 +386,10 @@ type StatsCounters struct {
 	Drops         uint64 `json:"drops"`
 	BytesUp       uint64 `json:"bytes_up"`   // IP bytes forwarded to the session
 	BytesDown     uint64 `json:"bytes_down"` // ... and to the LAN
+	// FromHost: frames of the router's own host stack (host.tap) routed
+	// towards the session; ToHost: frames from the session handed to it.
+	FromHost uint64 `json:"from_host"`
+	ToHost   uint64 `json:"to_host"`
 }
 
 // Stats returns the router's figures: while Run runs, the snapshot it
@@ -412,7 +416,7 @@ func (r *Router) freshStats() Stats {
 			Exception: c.Exception, ICMPSent: c.ICMPSent, Clamped: c.Clamped, Redirected: c.Redirected,
 			Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls,
 			IPv6Up: c.IPv6Up, IPv6Down: c.IPv6Down, Drops: c.TotalDrops(),
-			BytesUp: c.BytesUp, BytesDown: c.BytesDown},
+			BytesUp: c.BytesUp, BytesDown: c.BytesDown, FromHost: c.FromHost, ToHost: c.ToHost},
 		ShaperUpBps: up, ShaperDownBps: down, PPPoE: st.Counters, ControlRefused: r.refused.Load(),
 		ACName: st.ACName, ACMAC: macString(st.ACMAC),
 		NATEntries: r.e.NATEntries(), RingFull: r.e.RingFullDrops()}

@@ -34,6 +34,10 @@ type WorkerStats struct {
 	TxWAN     uint64 `json:"tx_wan"`
 	BytesUp   uint64 `json:"bytes_up"`
 	BytesDown uint64 `json:"bytes_down"`
+	// FromHost and ToHost: frames of the router's own host stack the
+	// worker routed towards the session, and handed to it.
+	FromHost uint64 `json:"from_host"`
+	ToHost   uint64 `json:"to_host"`
 	// CPUSeconds is the worker thread's CPU time (0 where the OS gives
 	// no thread CPU clock).
 	CPUSeconds float64 `json:"cpu_seconds"`
@@ -95,7 +99,8 @@ func (r *Router) snapshot(prev *sample) (Stats, *sample) {
 		c := w.Counters()
 		next.w = append(next.w, c)
 		ws := WorkerStats{Worker: w.ID(), RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
-			BytesUp: c.BytesUp, BytesDown: c.BytesDown, CPUSeconds: float64(c.CPUNanos) / 1e9, Drops: c.DropMap()}
+			BytesUp: c.BytesUp, BytesDown: c.BytesDown, FromHost: c.FromHost, ToHost: c.ToHost,
+			CPUSeconds: float64(c.CPUNanos) / 1e9, Drops: c.DropMap()}
 		if prev != nil && w.ID() < len(prev.w) {
 			if dt := now.Sub(prev.at).Seconds(); dt > 0 {
 				p := prev.w[w.ID()]
