@@ -35,10 +35,6 @@ type ObsConfig struct {
 	ReconnectAt string `key:"pppoe.reconnect_at"`
 }
 
-// DefaultSocket is the control socket of a router run from a
-// configuration file that does not name one.
-const DefaultSocket = "/run/pppfwd.sock"
-
 // DefaultObsConfig is ObsConfig as a configuration file starts it.
 func DefaultObsConfig() ObsConfig {
 	return ObsConfig{Socket: DefaultSocket, LogLevel: "info", LogFormat: "text"}
