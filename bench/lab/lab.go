@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/dataplane/router"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/internal/nettest"
@@ -45,6 +46,9 @@ type Options struct {
 	// HostTap gives the router a TAP for its own traffic, carrying the LAN
 	// address: the router namespace's kernel then answers ARP and ping.
 	HostTap bool
+	// Forwards are the router's nat.forward entries (a LANAddr of the
+	// router's own, LANPrefix's address, forwards to the host TAP).
+	Forwards []nat.Forward
 	// ResolvFile, if set, is the router's pppoe.resolv: the session's DNS
 	// servers are written there.
 	ResolvFile string
@@ -196,6 +200,7 @@ func Start(o Options) (_ *Lab, err error) {
 	if o.HostTap {
 		cfg.HostTap = "pppfwd0"
 	}
+	cfg.NAT.Forwards = o.Forwards
 	cfg.ResolvFile = o.ResolvFile
 	cfg.Obs = o.Obs
 	// Open inside the router's namespace: the ports' sockets stay there.
