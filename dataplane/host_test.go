@@ -364,3 +364,17 @@ func FuzzFromHost(f *testing.F) {
 		}
 	})
 }
+
+// TestHostIPv6Allow: ipv6.allow with the interface id ::1 opens a port
+// of the router's own host stack (prefix::1) over IPv6.
+func TestHostIPv6Allow(t *testing.T) {
+	r := rig6(t, 1, func(c *Config) {
+		c.Allow6 = []Allow6{{Proto: hdr.ProtoUDP, Port: 51820, Host: hdr.Addr6{15: 1}}}
+	})
+	l6 := r.e.LAN6()
+	r.wan.Inject(0, wanFrame6(t, pkt6{src: remote6IP, dst: l6.Router, sport: 9, dport: 51820, proto: layers.IPProtocolUDP, payload: 30}))
+	r.step()
+	if u := decodeIPv6(t, r.oneToHost(t, hdr.EtherTypeIPv6)).Layer(layers.LayerTypeUDP).(*layers.UDP); u.DstPort != 51820 {
+		t.Fatalf("to port %d", u.DstPort)
+	}
+}
