@@ -217,20 +217,7 @@ func (l *Lab) hostUnsolicited(pub netip.Addr, port uint16, n int) error {
 	}
 	defer srv.Close()
 	before := l.R.Engine().Totals().Drops[dataplane.DropNAT]
-	err = l.Inet.Do(func() error {
-		c, err := net.Dial("udp4", netip.AddrPortFrom(pub, port).String())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		for i := 0; i < n; i++ {
-			if _, err := c.Write([]byte("unsolicited")); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := l.sendUnsolicited("udp4", netip.AddrPortFrom(pub, port), n); err != nil {
 		return err
 	}
 	_ = srv.SetReadDeadline(time.Now().Add(time.Second))

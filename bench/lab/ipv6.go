@@ -185,13 +185,11 @@ func (l *Lab) UDPEcho6(flows, per int) (int, error) {
 	return l.udpEcho("udp6", netip.AddrPortFrom(Remote6Addr, 7), flows, per)
 }
 
-// Unsolicited6 sends n UDP datagrams from the Internet host to the LAN
-// host's address to (nothing on the LAN asked for them) and reports
-// whether pppfwd's IPv6 firewall dropped all n.
-func (l *Lab) Unsolicited6(to netip.Addr, n int) (bool, error) {
-	before := l.R.Engine().Totals().Drops[dataplane.DropFirewall]
-	err := l.Inet.Do(func() error {
-		c, err := net.Dial("udp6", netip.AddrPortFrom(to, 9).String())
+// sendUnsolicited sends n UDP datagrams "unsolicited" from the Internet
+// host to dst over network (udp4 or udp6).
+func (l *Lab) sendUnsolicited(network string, dst netip.AddrPort, n int) error {
+	return l.Inet.Do(func() error {
+		c, err := net.Dial(network, dst.String())
 		if err != nil {
 			return err
 		}
@@ -203,7 +201,14 @@ func (l *Lab) Unsolicited6(to netip.Addr, n int) (bool, error) {
 		}
 		return nil
 	})
-	if err != nil {
+}
+
+// Unsolicited6 sends n UDP datagrams from the Internet host to the LAN
+// host's address to (nothing on the LAN asked for them) and reports
+// whether pppfwd's IPv6 firewall dropped all n.
+func (l *Lab) Unsolicited6(to netip.Addr, n int) (bool, error) {
+	before := l.R.Engine().Totals().Drops[dataplane.DropFirewall]
+	if err := l.sendUnsolicited("udp6", netip.AddrPortFrom(to, 9), n); err != nil {
 		return false, err
 	}
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
