@@ -33,12 +33,9 @@ const (
 	guestDir       = "/etc/ab"  // the unshaped configuration
 	guestShaped    = "/etc/abs" // the shaped one
 	guestBinary    = "/usr/local/sbin/pppfwd"
-	// probeBase..probeBase+probeIDs are the IPv4 ids of probe frames
-	// (load frames carry their flow index, below Flows).
-	probeBase, probeIDs = 60000, 4096
-	probeEvery          = 10 * time.Millisecond
-	probeTimeout        = time.Second
-	maxLadder           = 12
+	probeEvery     = 10 * time.Millisecond
+	probeTimeout   = time.Second
+	maxLadder      = 12
 )
 
 var (
@@ -466,38 +463,6 @@ func coreShares(a, b []vmlab.CPUTimes) (busy, softirq []float64) {
 	return busy, softirq
 }
 
-// skipProbes makes probe frames (IPv4 id in the probe range) Other.
-func skipProbes(m iobench.Match) iobench.Match {
-	return func(b []byte) int {
-		if id, ok := ipID(b); ok && id >= probeBase {
-			return iobench.Other
-		}
-		return m(b)
-	}
-}
-
-// ipID returns the IPv4 id of an untagged IPv4 or PPPoE-IPv4 frame.
-func ipID(b []byte) (uint16, bool) {
-	if len(b) < hdr.EthernetLen {
-		return 0, false
-	}
-	off := hdr.EthernetLen
-	switch binary.BigEndian.Uint16(b[12:]) {
-	case hdr.EtherTypeIPv4:
-	case hdr.EtherTypePPPoESess:
-		off += hdr.PPPoELen + hdr.PPPLen
-		if len(b) < off || binary.BigEndian.Uint16(b[off-2:]) != 0x0021 {
-			return 0, false
-		}
-	default:
-		return 0, false
-	}
-	if len(b) < off+hdr.IPv4MinLen {
-		return 0, false
-	}
-	return binary.BigEndian.Uint16(b[off+4:]), true
-}
-
 // checkUp: the uplink left in the session, from its address, TTL 63.
 func checkUp(flows []iobench.Flow, s pppoe.SessionInfo) iobench.Check {
 	return func(i int, p iobench.Packet) error {
@@ -583,35 +548,6 @@ func (b *bench) startARP(ctx context.Context, wg *sync.WaitGroup, flows []iobenc
 		}
 	}()
 	return nil
-}
-
-// arpReply answers an Ethernet ARP request for one of hosts.
-func arpReply(f []byte, hosts map[uint32][6]byte) ([]byte, bool) {
-	const l = hdr.EthernetLen
-	if len(f) < l+28 || binary.BigEndian.Uint16(f[12:]) != hdr.EtherTypeARP {
-		return nil, false
-	}
-	a := f[l:]
-	if binary.BigEndian.Uint16(a[0:]) != 1 || binary.BigEndian.Uint16(a[2:]) != hdr.EtherTypeIPv4 ||
-		a[4] != 6 || a[5] != 4 || binary.BigEndian.Uint16(a[6:]) != 1 {
-		return nil, false
-	}
-	target := binary.BigEndian.Uint32(a[24:])
-	mac, ok := hosts[target]
-	if !ok {
-		return nil, false
-	}
-	r := make([]byte, 60)
-	copy(r[0:6], a[8:14]) // the asker's MAC
-	copy(r[6:12], mac[:])
-	binary.BigEndian.PutUint16(r[12:], hdr.EtherTypeARP)
-	ra := r[l:]
-	copy(ra[0:6], a[0:6])
-	binary.BigEndian.PutUint16(ra[6:], 2)
-	copy(ra[8:14], mac[:])
-	binary.BigEndian.PutUint32(ra[14:], target)
-	copy(ra[18:28], a[8:18]) // the asker's MAC and address
-	return r, true
 }
 
 // gen is the generator's ports and the probe's sockets on the taps.
