@@ -29,7 +29,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	shape := fs.String("shape", "bandwidth 100gbit", "shaper of each direction in tc-cake words, or off")
 	xdpMode := fs.String("xdp-mode", "generic", "afxdp attach mode: generic, native or auto")
 	afpTx := fs.String("afpacket-tx", "auto", "TX mode of pppfwd's afpacket ports (--backend afpacket only): ring (mapped TX ring), copy (sendmmsg) or auto (copy on veth)")
-	afpRing := fs.String("afpacket-ring", "frames", "RX ring of pppfwd's afpacket ports (--backend afpacket only): frames (TPACKET_V2) or blocks (TPACKET_V3)")
+	afpRing := fs.String("afpacket-ring", "auto", "RX ring of pppfwd's afpacket ports (--backend afpacket only): auto (frames, blocks under load), frames (TPACKET_V2) or blocks (TPACKET_V3)")
 	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
 	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
@@ -64,7 +64,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd: --afpacket-ring: %v\n", err)
 		return 2
 	}
-	if o.AFPacketRing != afpacket.RxFrames && o.Backend != "afpacket" {
+	if o.AFPacketRing != afpacket.RxAuto && o.Backend != "afpacket" {
 		fmt.Fprintf(stderr, "pppfwd: --afpacket-ring is for --backend afpacket\n")
 		return 2
 	}

@@ -48,6 +48,9 @@ type PortInfo struct {
 	// "hand-over" with the reason in OwnerErr.
 	Owner    string
 	OwnerErr error
+	// RingErr says why an afpacket port asked for afpacket.RxAuto uses
+	// RxFrames instead (nil when it does not).
+	RingErr error
 	// Undo removes what OpenPort configured on the NIC beyond the port
 	// (flow-steering rules); call it after closing the port. Never nil.
 	Undo func()
@@ -101,6 +104,9 @@ func OpenPort(s PortSpec) (nic.Port, PortInfo, error) {
 			return nil, info, err
 		}
 		info.Mode = p.TxMode().String()
+		if s.RxRing == afpacket.RxAuto {
+			_, info.RingErr = p.RxRing()
+		}
 		if owned {
 			info.Owner = "fanout-ebpf"
 			if _, err := p.FanoutOwner(); err != nil {

@@ -79,6 +79,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 			return nil, fmt.Errorf("LAN %s: %w", cfg.LANInterface, err)
 		}
 		r.undo = append(r.undo, info.Undo)
+		logRing(logf, "LAN", cfg.LANInterface, info)
 		if info.OwnerErr != nil {
 			logf("pppfwd: LAN %s: %v; frames arrive by the NIC's or kernel's flow hash and workers hand over other workers' flows (counted as redirected)", cfg.LANInterface, info.OwnerErr)
 		}
@@ -98,6 +99,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 			return nil, fmt.Errorf("WAN %s: %w", cfg.WANInterface, err)
 		}
 		r.undo = append(r.undo, info.Undo)
+		logRing(logf, "WAN", cfg.WANInterface, info)
 	}
 	if cfg.HostTap != "" {
 		if r.host, err = tap.Open(cfg.HostTap, tap.Config{Up: true}); err != nil {
@@ -471,4 +473,11 @@ func ifaceMAC(name string) ([6]byte, error) {
 		return [6]byte{}, fmt.Errorf("%s has no Ethernet address", name)
 	}
 	return [6]byte(ifi.HardwareAddr), nil
+}
+
+// logRing logs why a port's afpacket ring is not the adaptive one.
+func logRing(logf func(string, ...any), side, ifname string, info PortInfo) {
+	if info.RingErr != nil {
+		logf("pppfwd: %s %s: %v; receiving on TPACKET_V2 frames only (higher kernel cost per frame at full load)", side, ifname, info.RingErr)
+	}
 }

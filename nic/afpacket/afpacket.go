@@ -67,7 +67,7 @@ type Config struct {
 	// BlockTimeout retires a partly filled RX block after this long
 	// (millisecond granularity, default 1 ms; RxBlocks only).
 	BlockTimeout time.Duration
-	// RxRing is the RX (and TX) ring's layout (default RxFrames).
+	// RxRing is the RX (and TX) ring's layout (default RxAuto).
 	RxRing RxRing
 	// TxMode is how Send hands frames to the kernel (default TxAuto).
 	TxMode TxMode
@@ -91,10 +91,18 @@ type Config struct {
 type RxRing uint8
 
 const (
+	// RxAuto: each queue has a frame ring and a block ring in one fanout
+	// group, and a per-queue switch in the group's eBPF program picks
+	// which one the kernel fills: frames while Recv keeps up, blocks from
+	// when it returns full batches in a row (a backlog) until a block
+	// times out nearly empty (the load has gone). The default; Open falls
+	// back to RxFrames when the program cannot be loaded, and uses it
+	// for more than one queue without FanoutOwner (Port.RxRing says why).
+	RxAuto RxRing = iota
 	// RxFrames (TPACKET_V2): one slot per frame, handed to user space as
 	// it arrives and waking a sleeping reader at once: no added delay at
-	// low rates. The default.
-	RxFrames RxRing = iota
+	// low rates, but per-frame status work in the kernel at high ones.
+	RxFrames
 	// RxBlocks (TPACKET_V3): frames packed into blocks handed over when
 	// full or after BlockTimeout (rounded up to the kernel's tick): fewer
 	// status words per frame at high rates, up to BlockTimeout of delay
@@ -104,21 +112,26 @@ const (
 
 // String names the ring.
 func (r RxRing) String() string {
-	if r == RxBlocks {
+	switch r {
+	case RxFrames:
+		return "frames (TPACKET_V2)"
+	case RxBlocks:
 		return "blocks (TPACKET_V3)"
 	}
-	return "frames (TPACKET_V2)"
+	return "auto (TPACKET_V2, V3 under load)"
 }
 
-// ParseRxRing maps "frames" and "blocks" to an RxRing.
+// ParseRxRing maps "auto", "frames" and "blocks" to an RxRing.
 func ParseRxRing(s string) (RxRing, error) {
 	switch s {
+	case "auto":
+		return RxAuto, nil
 	case "frames":
 		return RxFrames, nil
 	case "blocks":
 		return RxBlocks, nil
 	}
-	return 0, fmt.Errorf("afpacket: RX ring %q: want frames or blocks", s)
+	return 0, fmt.Errorf("afpacket: RX ring %q: want auto, frames or blocks", s)
 }
 
 // QueueStats are one queue's counters. Kernel figures come from
@@ -136,5 +149,6 @@ type QueueStats struct {
 	TxOversize         uint64 // frames dropped by Send: too long for a TX slot (TxCopy: refused by the kernel as too long or malformed)
 	TxWrongFormat      uint64 // TX slots the kernel rejected (TxRing)
 	TxDeviceDrops      uint64 // TxCopy: frames the device path dropped after taking them (ENOBUFS)
+	RingSwitches       uint64 // RxAuto: times the kernel was told to fill the other ring
 	TxKickErrors       uint64 // failed kicks: sendto (TxRing: frames stay queued) or sendmmsg ending a batch (TxCopy)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -85,6 +86,25 @@ type queue struct {
 	pollfds [2]unix.PollFd
 	waiters atomic.Int32
 
+	// RxAuto: blocks is the queue's TPACKET_V3 socket (receive only) in
+	// the same fanout group; epfd an epoll set of both sockets (PollFD,
+	// Wait); setMode tells the group's program which ring to fill. hi is
+	// whether that is the block ring; full counts Recv calls in a row that
+	// filled their batch from the frame ring; hold counts calls that left
+	// the frame ring alone while the block ring had frames (see recvAuto).
+	// sparse is set by recvBlocks on a block the timer retired with fewer
+	// than sparseFrames frames.
+	blocks  *queue
+	epfd    int
+	setMode func(hi bool) error
+	hi      bool
+	full    uint32
+	hold    uint32
+	sparse  bool
+	sparseN uint32
+	// switches counts setMode calls; modeErrs the failed ones.
+	switches, modeErrs atomic.Uint64
+
 	rxPackets, rxBytes, txPackets, txBytes atomic.Uint64
 	kernelRx, kernelDrops, freezes         atomic.Uint64
 	oversize, csumPartial, gso             atomic.Uint64
@@ -105,7 +125,7 @@ const mmsgBatch = 256
 const linkCheckEvery = 1024
 
 // Port is a nic.Port over TPACKET_V2 (RxFrames) or TPACKET_V3 (RxBlocks)
-// packet sockets.
+// packet sockets, or a pair of both per queue (RxAuto).
 type Port struct {
 	name    string
 	ifindex int
@@ -122,6 +142,11 @@ type Port struct {
 	// not, when Config.FanoutOwner asked for it.
 	owner    bool
 	ownerErr error
+	// ring is the RX ring in use; ringErr why it is not RxAuto when that
+	// was asked for. mode is RxAuto's switch map (one uint32 per queue).
+	ring    RxRing
+	ringErr error
+	mode    *ebpf.Map
 }
 
 var fanoutSeq atomic.Uint32
@@ -131,6 +156,28 @@ var fanoutSeq atomic.Uint32
 func Open(ifname string, cfg Config) (*Port, error) {
 	if cfg.Queues <= 0 {
 		cfg.Queues = 1
+	}
+	if cfg.RxRing == RxAuto && cfg.Queues > 1 && cfg.FanoutOwner == nil {
+		// The program would have to spread frames as cfg.Fanout does.
+		cfg.RxRing = RxFrames
+		p, err := Open(ifname, cfg)
+		if err == nil {
+			p.ringErr = errors.New("afpacket: RX ring auto needs one queue or an owner program")
+		}
+		return p, err
+	}
+	if cfg.RxRing == RxAuto {
+		p, err := openAuto(ifname, cfg)
+		if err == nil || !errors.Is(err, errOwnerFanout) {
+			return p, err
+		}
+		cfg.RxRing = RxFrames
+		p, ferr := Open(ifname, cfg)
+		if ferr != nil {
+			return nil, ferr
+		}
+		p.ringErr = err
+		return p, nil
 	}
 	if cfg.FanoutOwner == nil || cfg.Queues == 1 {
 		cfg.FanoutOwner = nil
@@ -169,8 +216,60 @@ var loadOwner = newOwnerProgram
 // (the group then uses Config.Fanout).
 func (p *Port) FanoutOwner() (bool, error) { return p.owner, p.ownerErr }
 
+// RxRing reports the RX ring in use and, when RxAuto was asked for and
+// is not used, why.
+func (p *Port) RxRing() (RxRing, error) { return p.ring, p.ringErr }
+
+// openAuto opens an RxAuto port: per queue a frame ring (with the TX
+// side) and a receive-only block ring, all in one PACKET_FANOUT_EBPF group
+// whose program returns the owner's queue (or 0) plus Queues when that
+// queue's switch says blocks. Failures to set the group up wrap
+// errOwnerFanout (Open then uses RxFrames).
+func openAuto(ifname string, cfg Config) (*Port, error) {
+	if cfg.Queues == 1 {
+		cfg.FanoutOwner = nil
+	}
+	if s := cfg.FanoutOwner; s != nil {
+		if err := s.Validate(); err != nil {
+			return nil, err
+		}
+		if s.Workers != cfg.Queues {
+			return nil, fmt.Errorf("afpacket: owner fanout for %d workers on %d queues", s.Workers, cfg.Queues)
+		}
+	}
+	mode, err := ebpf.NewMap(&ebpf.MapSpec{Name: "pppfwd_rxmode", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: uint32(cfg.Queues)})
+	if err != nil {
+		return nil, fmt.Errorf("%w: RX ring switch map: %w", errOwnerFanout, err)
+	}
+	prog, err := newAutoProgram(cfg.FanoutOwner, cfg.Queues, mode)
+	if err != nil {
+		mode.Close()
+		return nil, err
+	}
+	p, err := open(ifname, cfg, prog)
+	prog.Close() // the group holds its own reference
+	if err != nil {
+		mode.Close()
+		return nil, err
+	}
+	p.mode = mode
+	for i, q := range p.q {
+		key := uint32(i)
+		var val uint32
+		q.setMode = func(hi bool) error {
+			val = 0
+			if hi {
+				val = 1
+			}
+			return mode.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), ebpf.UpdateAny)
+		}
+	}
+	return p, nil
+}
+
 // open opens the port; with prog, the sockets form a PACKET_FANOUT_EBPF
-// group running prog, and failures to do so wrap errOwnerFanout.
+// group running prog (with cfg.RxRing RxAuto, also with one queue), and
+// failures to do so wrap errOwnerFanout.
 func open(ifname string, cfg Config, prog *ebpf.Program) (*Port, error) {
 	if cfg.BlockSize <= 0 {
 		cfg.BlockSize = 1 << 18
@@ -214,16 +313,41 @@ func open(ifname string, cfg Config, prog *ebpf.Program) (*Port, error) {
 	if prog != nil {
 		cfg.Fanout = fanoutEBPF
 	}
-	p := &Port{name: ifname, ifindex: ifi.Index, efd: efd, txMode: cfg.TxMode,
+	p := &Port{name: ifname, ifindex: ifi.Index, efd: efd, txMode: cfg.TxMode, ring: cfg.RxRing,
 		goneErr: fmt.Errorf("afpacket: %s: %w", ifname, nic.ErrLinkGone)}
+	auto := cfg.RxRing == RxAuto
+	// The group's members in join order: the frame rings of queues
+	// 0..Queues-1, then (RxAuto) their block rings; the program's result
+	// indexes this order.
+	members := cfg.Queues
+	if auto {
+		members *= 2
+	}
 	fanoutArg := -1
-	for i := 0; i < cfg.Queues; i++ {
-		q, err := openQueue(ifi.Index, cfg, efd)
+	for i := 0; i < members; i++ {
+		qcfg := cfg
+		if auto {
+			qcfg.RxRing = RxFrames
+			if i >= cfg.Queues {
+				qcfg.RxRing, qcfg.TxMode = RxBlocks, TxCopy // receive only: no TX ring
+			}
+		}
+		q, err := openQueue(ifi.Index, qcfg, efd)
 		if err != nil {
 			p.release()
 			return nil, err
 		}
-		p.q = append(p.q, q)
+		if i < cfg.Queues {
+			p.q = append(p.q, q)
+		} else {
+			pq := p.q[i-cfg.Queues]
+			pq.blocks = q
+			q.sparseN = sparseFrames
+			if err := pq.openEpoll(); err != nil {
+				p.release()
+				return nil, err
+			}
+		}
 		if i == 0 && cfg.Promisc {
 			mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
 			if err := unix.SetsockoptPacketMreq(q.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
@@ -231,7 +355,7 @@ func open(ifname string, cfg Config, prog *ebpf.Program) (*Port, error) {
 				return nil, fmt.Errorf("afpacket: promiscuous mode on %s: %w", ifname, err)
 			}
 		}
-		if cfg.Queues > 1 {
+		if members > 1 {
 			if fanoutArg, err = joinFanout(q.fd, cfg, fanoutArg); err != nil {
 				p.release()
 				if prog != nil && i == 0 {
@@ -246,7 +370,7 @@ func open(ifname string, cfg Config, prog *ebpf.Program) (*Port, error) {
 					p.release()
 					return nil, err
 				}
-				p.owner = true
+				p.owner = cfg.FanoutOwner != nil
 			}
 		}
 	}
@@ -380,15 +504,44 @@ func openQueue(ifindex int, cfg Config, efd int) (q *queue, err error) {
 	return q, nil
 }
 
+// openEpoll makes q.epfd, an epoll set of q's two sockets (RxAuto).
+func (q *queue) openEpoll() error {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("afpacket: epoll: %w", err)
+	}
+	for _, s := range []int{q.fd, q.blocks.fd} {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLERR, Fd: int32(s)}
+		if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, s, &ev); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("afpacket: epoll: %w", err)
+		}
+	}
+	q.epfd = fd
+	q.pollfds[0].Fd = int32(fd)
+	return nil
+}
+
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func (q *queue) release() {
+	_ = unix.Munmap(q.mem)
+	q.mem, q.rx, q.tx = nil, nil, nil
+	unix.Close(q.fd)
+	if q.blocks != nil {
+		q.blocks.release()
+		unix.Close(q.epfd)
+	}
+}
 
 func (p *Port) release() {
 	for _, q := range p.q {
-		_ = unix.Munmap(q.mem)
-		q.mem, q.rx, q.tx = nil, nil, nil
-		unix.Close(q.fd)
+		q.release()
 	}
 	unix.Close(p.efd)
+	if p.mode != nil {
+		p.mode.Close()
+	}
 }
 
 // Name implements nic.Port.
@@ -419,7 +572,9 @@ func (p *Port) Recv(qi int, frames []*nic.Frame) (int, error) {
 		return 0, err
 	}
 	var t rxTally
-	if q.v2 {
+	if q.blocks != nil {
+		q.recvAuto(&t, qi, frames)
+	} else if q.v2 {
 		q.recvFrames(&t, qi, frames)
 	} else {
 		q.recvBlocks(&t, qi, frames)
@@ -483,10 +638,14 @@ func (q *queue) recvBlocks(t *rxTally, qi int, frames []*nic.Frame) {
 	for t.n < len(frames) {
 		if q.left == 0 {
 			b := q.blk * q.bsz
-			if loadStatus(rx, b+bdStatus)&unix.TP_STATUS_USER == 0 {
+			st := loadStatus(rx, b+bdStatus)
+			if st&unix.TP_STATUS_USER == 0 {
 				break
 			}
 			q.left = ne.Uint32(rx[b+bdNumPkts:])
+			if st&unix.TP_STATUS_BLK_TMO != 0 && q.left < q.sparseN {
+				q.sparse = true
+			}
 			q.off = b + int(ne.Uint32(rx[b+bdFirstPkt:]))
 			if q.left == 0 {
 				q.releaseBlock()
@@ -590,8 +749,13 @@ func (p *Port) sendErr(q *queue, err error) error {
 }
 
 // releaseBlock hands the current RX block back to the kernel and moves on.
+// It zeroes the block's frame count first: the kernel counts frames into
+// a block it has opened from zero, so a non-zero count in a kernel-owned
+// block means frames the timer has yet to hand over (pending).
 func (q *queue) releaseBlock() {
-	storeStatus(q.rx, q.blk*q.bsz+bdStatus, unix.TP_STATUS_KERNEL)
+	b := q.blk * q.bsz
+	ne.PutUint32(q.rx[b+bdNumPkts:], 0)
+	storeStatus(q.rx, b+bdStatus, unix.TP_STATUS_KERNEL)
 	q.left = 0
 	q.blk++
 	if q.blk == q.nblk {
@@ -599,8 +763,12 @@ func (q *queue) releaseBlock() {
 	}
 }
 
-// rxReady reports whether Recv would find a frame.
+// rxReady reports whether Recv would find a frame (RxAuto: in either
+// ring).
 func (q *queue) rxReady() bool {
+	if q.blocks != nil && q.blocks.rxReady() {
+		return true
+	}
 	if q.v2 {
 		return loadStatus(q.rx, q.slot*frameSize+h2Status)&unix.TP_STATUS_USER != 0
 	}
@@ -824,12 +992,16 @@ func (p *Port) Wait(qi int, timeout time.Duration) error {
 	if p.closed.Load() || q.pollfds[1].Revents != 0 {
 		return ErrClosed
 	}
-	if q.pollfds[0].Revents&unix.POLLERR != 0 {
+	if q.pollfds[0].Revents&unix.POLLERR != 0 || (q.blocks != nil && q.pollfds[0].Revents != 0 && !q.rxReady()) {
 		// A pending socket error (ENETDOWN when the interface went down
 		// or was removed) keeps poll returning until it is read: read it,
 		// so the next Wait sleeps again, and see whether the interface
 		// is gone.
+		// RxAuto's epoll set reports a socket's error as readable.
 		_, _ = unix.GetsockoptInt(q.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if q.blocks != nil {
+			_, _ = unix.GetsockoptInt(q.blocks.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		}
 		if p.linkGone(q) {
 			return p.goneErr
 		}
@@ -843,7 +1015,14 @@ func (p *Port) Wait(qi int, timeout time.Duration) error {
 // refresh folds the kernel's PACKET_STATISTICS (which reset on read) into
 // the queue's counters.
 func (q *queue) refresh() {
-	st, err := unix.GetsockoptTpacketStatsV3(q.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if q.blocks != nil {
+		q.refreshFD(q.blocks.fd)
+	}
+	q.refreshFD(q.fd)
+}
+
+func (q *queue) refreshFD(fd int) {
+	st, err := unix.GetsockoptTpacketStatsV3(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
 	if err != nil {
 		return
 	}
@@ -871,6 +1050,7 @@ func (p *Port) QueueStats(qi int) QueueStats {
 		RxOversize: q.oversize.Load(), RxCsumPartial: q.csumPartial.Load(), RxGSO: q.gso.Load(),
 		TxFull: q.txFull.Load(), TxOversize: q.txOversize.Load(), TxWrongFormat: q.txWrong.Load(),
 		TxKickErrors: q.kickErr.Load(), TxDeviceDrops: q.txDevDrops.Load(),
+		RingSwitches: q.switches.Load(),
 	}
 }
 
@@ -916,10 +1096,13 @@ func (p *Port) Close() error {
 
 // PollFD implements nic.Pollable: queue qi's socket, readable when a
 // frame (RxFrames) or a block (RxBlocks: full or past its BlockTimeout)
-// is handed to user space.
+// is handed to user space; RxAuto: the epoll set of its two sockets.
 func (p *Port) PollFD(qi int) int {
 	if qi < 0 || qi >= len(p.q) {
 		return -1
+	}
+	if p.q[qi].blocks != nil {
+		return p.q[qi].epfd
 	}
 	return p.q[qi].fd
 }

@@ -53,3 +53,6 @@ func (p *Port) FanoutOwner() (bool, error) { return false, errOS }
 
 // TxMode is TxAuto on this GOOS.
 func (p *Port) TxMode() TxMode { return TxAuto }
+
+// RxRing reports RxFrames and errOS on this GOOS.
+func (p *Port) RxRing() (RxRing, error) { return RxFrames, errOS }
