@@ -125,6 +125,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 	if cpus := cfg.CPUs; len(cpus) > 0 {
 		dc.Pin = func(n int) error { return pin.Pin(cpus[n%len(cpus)]) }
 	}
+	checkClock(logf)
 	if cfg.WorkersAuto {
 		logf("pppfwd: workers auto: %d on %d CPUs (set workers to choose)", cfg.Workers, len(pin.Allowed()))
 	}

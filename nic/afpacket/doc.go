@@ -1,5 +1,6 @@
 // Package afpacket is a nic.Port over Linux AF_PACKET sockets with
-// TPACKET_V3 memory-mapped RX and TX rings.
+// memory-mapped RX and TX rings (TPACKET_V2 frames, TPACKET_V3 blocks, or
+// both per queue).
 //
 // Each queue is one packet socket bound to the interface; with more than one
 // queue the sockets join one PACKET_FANOUT group (hash mode by default), so
@@ -9,10 +10,20 @@
 // to the queue whose worker owns its flow, by the function OwnerSpec
 // states, so LAN frames need no hand-over between workers.
 //
-// Recv walks the RX ring's blocks without system calls, copying each frame
-// into the caller's buffer after nic.Headroom and releasing a block to the
-// kernel once all its frames are consumed. Wait polls the socket only when
-// the ring is empty. Send has two modes (Config.TxMode). TxRing copies a
+// Recv walks the RX ring without system calls, copying each frame into the
+// caller's buffer after nic.Headroom and handing each slot (V2) or block
+// (V3) back to the kernel once its frames are consumed. Wait polls the
+// socket only when the ring is empty. Config.RxRing picks the ring: a V2
+// frame ring hands each frame over as it arrives (no added delay, but
+// per-frame status work and a wakeup in the kernel); a V3 block ring
+// packs frames into blocks handed over when full or when the block's
+// retire timeout (Config.BlockTimeout, rounded up to the kernel's tick)
+// passes: cheaper per frame at high rates, that timeout of delay at low
+// ones. RxAuto, the default, gives each queue both, in one
+// PACKET_FANOUT_EBPF group whose program reads a per-queue switch from
+// an array map: Recv switches the kernel to the block ring when the frame
+// ring keeps filling whole batches and back when a block times out nearly
+// empty, and reads the two rings so that frames keep their order. Send has two modes (Config.TxMode). TxRing copies a
 // batch into free frames of a mapped TX ring and kicks the kernel once per
 // batch with one sendto(MSG_DONTWAIT); the kernel sends each frame as page
 // fragments of the ring, which a NIC with scatter-gather DMA reads in
@@ -28,10 +39,6 @@
 //
 // At Open the interface's coalescing offloads (GRO, LRO, TSO, GSO) are
 // switched off so the pipeline never receives or hands down superframes.
-// A TPACKET_V3 block reaches user space when it is full or its retire
-// timeout (Config.BlockTimeout) passes: at low rates that timeout is the
-// added latency.
-//
 // Opening needs CAP_NET_RAW (sockets) and CAP_NET_ADMIN (offloads,
 // promiscuous mode). On other systems Open returns an error wrapping
 // nic.ErrNotSupported.
