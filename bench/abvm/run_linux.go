@@ -33,14 +33,9 @@ const (
 	guestDir       = "/etc/ab"  // the unshaped configuration
 	guestShaped    = "/etc/abs" // the shaped one
 	guestBinary    = "/usr/local/sbin/pppfwd"
-	// guestKernelArgs give both paths' guest the TSC clocksource a real
-	// router has: under TCG the kernel finds the vCPUs' TSCs unsynchronized
-	// and falls back to the HPET, whose every read is an emulated device
-	// access and, without a vDSO clock, a system call.
-	guestKernelArgs = "clocksource=tsc tsc=reliable"
-	probeEvery      = 10 * time.Millisecond
-	probeTimeout    = time.Second
-	maxLadder       = 12
+	probeEvery     = 10 * time.Millisecond
+	probeTimeout   = time.Second
+	maxLadder      = 12
 )
 
 var (
@@ -163,8 +158,7 @@ func (b *bench) runPath(ctx context.Context, run int, path string, rates []float
 	}
 	bootCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	vm, err := vmlab.Start(bootCtx, vmlab.Options{Netns: b.ns, NICs: []vmlab.NIC{{Tap: lanTap}, {Tap: wanTap}},
-		VCPUs: o.VCPUs, MemoryMB: o.MemoryMB, CacheDir: o.CacheDir, Extra: extra, Logf: o.Logf,
-		KernelArgs: guestKernelArgs})
+		VCPUs: o.VCPUs, MemoryMB: o.MemoryMB, CacheDir: o.CacheDir, Extra: extra, Logf: o.Logf})
 	cancel()
 	if err != nil {
 		return nil, err

@@ -3,10 +3,12 @@ package lab
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 
 	"github.com/pppfwd/pppfwd/hdr"
@@ -105,11 +107,18 @@ func (l *Lab) startTCPEcho() error {
 }
 
 // startEcho opens the Internet host's UDP echo service (port 7) on addr.
+// An IPv6 address stays tentative until its veth has carrier (both ends
+// up), so a bind refused with EADDRNOTAVAIL is retried for a while.
 func (l *Lab) startEcho(network string, addr netip.Addr) (c *net.UDPConn, err error) {
-	err = l.Inet.Do(func() error {
-		c, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 7)))
-		return err
-	})
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err = l.Inet.Do(func() error {
+			c, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 7)))
+			return err
+		})
+		if !errors.Is(err, syscall.EADDRNOTAVAIL) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err == nil {
 		go udpEchoServer(c)
 	}

@@ -51,9 +51,6 @@ type Options struct {
 	// VCPUs is the number of guest CPUs (default 1). Under TCG each vCPU
 	// is a host thread.
 	VCPUs int
-	// KernelArgs are appended to the guest kernel's command line (e.g.
-	// "clocksource=tsc tsc=reliable").
-	KernelArgs string
 	// Extra files are added to the guest's root file system at boot (a
 	// second initramfs archive after the cached image's), e.g. a static
 	// pppfwd binary; the image itself is not rebuilt.
@@ -164,7 +161,7 @@ func (v *VM) start(ctx context.Context) error {
 	args := []string{"-accel", "tcg", "-m", strconv.Itoa(v.opts.MemoryMB), "-smp", strconv.Itoa(v.opts.VCPUs),
 		"-display", "none", "-nodefaults", "-no-reboot", "-no-user-config",
 		"-kernel", v.Image.Kernel, "-initrd", initrd,
-		"-append", strings.TrimSpace("console=ttyS0 panic=-1 quiet loglevel=4 " + v.opts.KernelArgs),
+		"-append", "console=ttyS0 panic=-1 quiet loglevel=4",
 		"-chardev", "file,id=con,path=" + filepath.Join(v.dir, "console.log"),
 		"-serial", "chardev:con",
 		"-chardev", "socket,id=ctl,path=" + sock,

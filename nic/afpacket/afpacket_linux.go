@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -261,7 +260,7 @@ func openAuto(ifname string, cfg Config) (*Port, error) {
 			if hi {
 				val = 1
 			}
-			return mode.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), ebpf.UpdateAny)
+			return updateWord(mode, &key, &val)
 		}
 	}
 	return p, nil

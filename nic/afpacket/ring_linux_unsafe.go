@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,4 +58,10 @@ func boundIfindex(fd int) (int, error) {
 		return 0, e
 	}
 	return int(sa.Ifindex), nil
+}
+
+// updateWord stores *val at *key in an array map of 32-bit words, passing
+// pointers so that the map's marshalling allocates nothing.
+func updateWord(m *ebpf.Map, key, val *uint32) error {
+	return m.Update(unsafe.Pointer(key), unsafe.Pointer(val), ebpf.UpdateAny)
 }
