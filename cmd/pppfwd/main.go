@@ -30,6 +30,13 @@ Usage:
   pppfwd bench nat [flags]            NAT conntrack table costs
   pppfwd bench shaper [flags]         FQ-CoDel latency under load through the pipeline
   pppfwd bench io [flags]             pppfwd on afpacket/afxdp over veth vs the kernel's forward + masquerade
+                                      (the I/O floor of plain forwarding; no PPPoE on the kernel side)
+  pppfwd bench scale [flags]          the pipeline swept over workers, flows, sizes; a per-core model
+  pppfwd bench ab [flags]             pppfwd against the kernel's own PPPoE path (pppd, nftables, cake)
+                                      in the lab VM; --dry-run prints both sides' configs for a real box
+  pppfwd bench idle [flags]           an idle router's CPU share, wakeups and system calls
+  pppfwd bench share [flags]          bulk TCP through the router while busy loops share its CPUs
+  pppfwd bench soak [flags]           the lab under load for a while: RSS, fds, NAT entries stay flat
   pppfwd version                      the version (also --version)
   pppfwd help                         this text
 

@@ -143,3 +143,17 @@ func TestIntegrationRunCheck(t *testing.T) {
 		t.Fatalf("address on the LAN port: exit %d stderr %q", code, errOut)
 	}
 }
+
+// TestUsageListsEveryBench: pppfwd --help names every bench scenario
+// that `pppfwd bench -h` lists, so the top-level help stays true.
+func TestUsageListsEveryBench(t *testing.T) {
+	for _, l := range strings.Split(benchUsage, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || !strings.HasPrefix(l, "  ") {
+			continue
+		}
+		if !strings.Contains(usage, "pppfwd bench "+f[0]+" ") {
+			t.Errorf("pppfwd --help does not list pppfwd bench %s", f[0])
+		}
+	}
+}
