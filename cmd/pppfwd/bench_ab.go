@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/pppfwd/pppfwd/bench/ab"
+	"github.com/pppfwd/pppfwd/dataplane/router"
 )
 
 // abPlaceholderPassword stands in for the PPPoE password in the secrets
@@ -152,7 +152,7 @@ func benchAB(args []string, stdout, stderr io.Writer) int {
 	if f.PasswordFile == "" {
 		f.Params.Password = abPlaceholderPassword
 		fmt.Fprintf(stderr, "pppfwd bench ab: no --password-file: the secrets files hold the placeholder %s\n", abPlaceholderPassword)
-	} else if f.Params.Password, err = readABPassword(f.PasswordFile); err != nil {
+	} else if f.Params.Password, err = router.ReadPasswordFile(f.PasswordFile); err != nil {
 		fmt.Fprintf(stderr, "pppfwd bench ab: --password-file: %v\n", err)
 		return exitUsage
 	}
@@ -177,42 +177,6 @@ func benchAB(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "on the A/B box, as root: sh %s kernel (the kernel path), sh %[1]s pppfwd (pppfwd)\n", filepath.Join(f.Out, "run-ab.sh"))
 	return exitOK
-}
-
-// readABPassword reads a password file as pppfwd's pppoe.password_file:
-// a regular file that group and others cannot read, holding the password
-// on its one line.
-func readABPassword(name string) (string, error) {
-	fh, err := os.Open(name)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", name)
-	}
-	if m := fi.Mode().Perm(); m&0o044 != 0 {
-		return "", fmt.Errorf("%s: mode %04o: group or others can read the password: chmod 600 %s", name, m, name)
-	}
-	b, err := io.ReadAll(io.LimitReader(fh, 4097))
-	if err != nil {
-		return "", err
-	}
-	if len(b) > 4096 {
-		return "", fmt.Errorf("%s: longer than 4096 bytes", name)
-	}
-	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-	switch {
-	case s == "":
-		return "", fmt.Errorf("%s is empty", name)
-	case strings.ContainsAny(s, "\r\n"):
-		return "", fmt.Errorf("%s holds more than one line", name)
-	}
-	return s, nil
 }
 
 // writeABFiles writes files into dir (created mode 0700 if missing),

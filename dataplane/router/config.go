@@ -160,11 +160,15 @@ func (c *Config) at(key string, i int) string {
 	return "not in the file"
 }
 
-// readPasswordFile reads pppoe.password_file: a regular file that group
-// and others cannot read (as ssh insists for private keys), holding the
-// password on its one line (a final newline is not part of it). A
+// readPasswordFile is ParseConfig's reader of pppoe.password_file: a
 // variable so that the fuzz target does not read the machine's files.
-var readPasswordFile = func(name string) (string, error) {
+var readPasswordFile = ReadPasswordFile
+
+// ReadPasswordFile reads a password file as pppoe.password_file does: a
+// regular file that group and others cannot read (as ssh insists for
+// private keys), holding the password on its one line (at most 4096
+// bytes; a final "\n" or "\r\n" is not part of it).
+func ReadPasswordFile(name string) (string, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return "", err
