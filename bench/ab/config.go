@@ -455,3 +455,28 @@ var fqCodel = struct {
 	quantum, limit       int
 	flows                int
 }{shaper.DefaultTarget / 1e6, shaper.DefaultInterval / 1e6, shaper.DefaultQuantum, shaper.DefaultLimit, shaper.DefaultFlows}
+
+// runABTail ends run-ab.sh on every OS: pppfwd_up, which stops the
+// kernel path, brings the two ports up with linkUp (the OS's commands,
+// one tab-indented line each, using $wan, $wan_up and $lan), checks
+// pppfwd.conf and runs pppfwd in the script's place; then the dispatch
+// on the script's argument (kernel, pppfwd, stop).
+func runABTail(b *strings.Builder, linkUp string) {
+	b.WriteString(`pppfwd_up() {
+	[ "$(id -u)" = 0 ] || die "needs root"
+	kernel_down
+` + linkUp + `	"${PPPFWD:-pppfwd}" run -c "$here/pppfwd.conf" -check
+	exec "${PPPFWD:-pppfwd}" run -c "$here/pppfwd.conf"
+}
+
+case "${1:-}" in
+kernel) kernel_up ;;
+pppfwd) pppfwd_up ;;
+stop) kernel_down ;;
+*)
+	echo "usage: sh run-ab.sh kernel | pppfwd | stop" >&2
+	exit 2
+	;;
+esac
+`)
+}

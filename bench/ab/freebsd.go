@@ -271,24 +271,9 @@ kernel_down() {
 	done
 }
 
-pppfwd_up() {
-	[ "$(id -u)" = 0 ] || die "needs root"
-	kernel_down
-	ifconfig "$wan" $wan_up
+`)
+	runABTail(&b, `	ifconfig "$wan" $wan_up
 	ifconfig "$lan" up
-	"${PPPFWD:-pppfwd}" run -c "$here/pppfwd.conf" -check
-	exec "${PPPFWD:-pppfwd}" run -c "$here/pppfwd.conf"
-}
-
-case "${1:-}" in
-kernel) kernel_up ;;
-pppfwd) pppfwd_up ;;
-stop) kernel_down ;;
-*)
-	echo "usage: sh run-ab.sh kernel | pppfwd | stop" >&2
-	exit 2
-	;;
-esac
 `)
 	return b.String()
 }

@@ -286,24 +286,9 @@ kernel_down() {
 	done
 }
 
-pppfwd_up() {
-	[ "$(id -u)" = 0 ] || die "needs root"
-	kernel_down
-	ip link set dev "$wan" $wan_up
+`)
+	runABTail(&b, `	ip link set dev "$wan" $wan_up
 	ip link set dev "$lan" up
-	"${PPPFWD:-pppfwd}" run -c "$here/pppfwd.conf" -check
-	exec "${PPPFWD:-pppfwd}" run -c "$here/pppfwd.conf"
-}
-
-case "${1:-}" in
-kernel) kernel_up ;;
-pppfwd) pppfwd_up ;;
-stop) kernel_down ;;
-*)
-	echo "usage: sh run-ab.sh kernel | pppfwd | stop" >&2
-	exit 2
-	;;
-esac
 `)
 	return b.String()
 }
