@@ -11,6 +11,7 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/ndp"
 	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
 )
 
@@ -297,4 +298,24 @@ func FuzzClassifyHost(f *testing.F) {
 		r.ctl.fromHost(fr)
 		r.pump(t)
 	})
+}
+
+// TestFromHostAllocs: passing on what the host stack sends (classifying
+// it, readdressing a frame to the gateway MAC, handing it to the fast
+// path) allocates nothing.
+func TestFromHostAllocs(t *testing.T) {
+	r := newHostRig(t, gatewayMAC)
+	up := fromHostStack(t, gatewayMAC, layers.EthernetTypeIPv4,
+		pkt{src: routerIP, dst: remoteIP, sport: 40000, dport: 123, proto: layers.IPProtocolUDP, payload: 48}.layers(t))
+	f := nic.NewFrame()
+	if a := testing.AllocsPerRun(200, func() {
+		f.Reset()
+		f.SetData(up)
+		r.ctl.fromHost(f)
+	}); a != 0 {
+		t.Errorf("fromHost allocates %v", a)
+	}
+	if st := r.ctl.Stats(); st.HostRouted+st.HostDropped < 200 {
+		t.Errorf("control stats %+v", st)
+	}
 }
