@@ -144,3 +144,29 @@ func (c *Config) portSpec(ifname string, ethertypes []uint16) PortSpec {
 	}
 	return s
 }
+
+// OpenHostRings opens the host rings of the LAN interface ifname (netmap,
+// NR_REG_SW): the port of the box's own stack, which keeps the interface
+// and its addresses, as a host TAP is on Linux. Recv returns what the
+// stack sends on the interface; Send delivers to it. It first switches off
+// the interface's offloads whose frames netmap would drop on the way from
+// the stack (netmap.DisableHostOffloads); when that fails it logs why and
+// goes on.
+func OpenHostRings(ifname string, logf func(string, ...any)) (nic.Port, error) {
+	if err := netmap.DisableHostOffloads(ifname); err != nil {
+		logf("pppfwd: LAN %s: %v; the box's own TCP and UDP may not get out (netmap drops frames the NIC is to finish)", ifname, err)
+	}
+	return netmap.OpenHost(ifname)
+}
+
+// HostGatewayMAC is the MAC pppfwd gives the box's own stack, on the
+// netmap host rings, for the addresses beyond the LAN: the LAN port's
+// MAC made locally administered, its last bit flipped, so that it is
+// never the stack's own (control.Config.HostGateway). It is never sent
+// on the LAN.
+func HostGatewayMAC(lan [6]byte) [6]byte {
+	gw := lan
+	gw[0] |= 0x02
+	gw[5] ^= 0x01
+	return gw
+}
