@@ -70,6 +70,9 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 			cfg.Workers = q
 		}
 	}
+	if r.lan == nil && r.host == nil && cfg.HostRings() {
+		HostOffloadsOff(cfg.LANInterface, logf)
+	}
 	if r.lan == nil {
 		if r.lanMAC, err = ifaceMAC(cfg.LANInterface); err != nil {
 			return nil, err
@@ -112,7 +115,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 	switch {
 	case r.host != nil:
 	case cfg.HostRings():
-		if r.host, err = OpenHostRings(cfg.LANInterface, logf); err != nil {
+		if r.host, err = OpenHostRings(cfg.LANInterface); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("LAN %s: host rings: %w (host.netmap off to run without them)", cfg.LANInterface, err)
 		}
