@@ -217,7 +217,7 @@ func (c *Control) Run(ctx context.Context) error {
 	}()
 	defer c.once.Do(func() { close(c.closed) })
 	// Run sleeps until a worker or the steering hands it a frame
-	// (Engine.ControlIdle), the host TAP has one, or its housekeeping is
+	// (Engine.ControlIdle), the host port has one, or its housekeeping is
 	// due (hold queue expiry, router advertisements, neighbour sweeps,
 	// which it looks at every tick): no polling.
 	tick := time.NewTimer(controlTick)
