@@ -35,7 +35,7 @@ type LinkChecker interface {
 // poll (a signal then, harmless); after a Wait error (a closed or broken
 // port) it looks again a second later rather than spin. It is for a
 // goroutine that selects on ready beside other work (the control plane's
-// host TAP, the lab's upstream TAP).
+// host port, the lab's upstream TAP).
 func Notify(ctx context.Context, p Port, q int, poll time.Duration, ready chan<- struct{}) {
 	for ctx.Err() == nil {
 		if err := p.Wait(q, poll); err != nil && ctx.Err() == nil {

@@ -360,7 +360,12 @@ func PppfwdConfig(p Params, backend string) (File, error) {
 	b.WriteString("# The ports belong to pppfwd: run-ab.sh removes the kernel path's LAN address first.\n")
 	fmt.Fprintf(&b, "lan.interface %s\n", p.LAN)
 	fmt.Fprintf(&b, "lan.address %s\n", p.lanAddr())
-	fmt.Fprintf(&b, "wan.interface %s\n\n", p.WAN)
+	fmt.Fprintf(&b, "wan.interface %s\n", p.WAN)
+	if backend == "netmap" {
+		b.WriteString("# The A/B measures forwarding: the box's own stack keeps no LAN address, no host rings.\n")
+		b.WriteString("host.netmap off\n")
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "pppoe.user %s\n", quote(p.User))
 	fmt.Fprintf(&b, "pppoe.password %s\n", quote(p.Password))
 	if p.Service != "" {

@@ -27,6 +27,13 @@ type Config struct {
 	// path into the session (host.go). Without it the control plane
 	// answers ARP and ICMP echo for the router's addresses itself.
 	Host nic.Port
+	// HostGateway is the MAC the host stack is given for the addresses
+	// beyond the LAN (the proxy ARP and ND answers, host.go); zero means
+	// RouterMAC. A host port on the LAN interface itself (netmap's host
+	// rings, whose stack has RouterMAC as its own address) needs another
+	// one: a BSD stack ignores an ARP answer from its own MAC and loops
+	// a frame addressed to its own MAC back into itself.
+	HostGateway [6]byte
 	// Queue is the number of WAN control frames buffered for the PPPoE
 	// client (64).
 	Queue int
@@ -92,6 +99,7 @@ type Control struct {
 	cfg Config
 	// The engine's LAN addressing (dataplane.Config, fixed at New).
 	routerMAC                   [6]byte
+	hostGW                      [6]byte // Config.HostGateway, or routerMAC
 	routerAddr, lanNet, lanMask uint32
 	lanBits                     int
 
@@ -169,6 +177,10 @@ func New(e *dataplane.Engine, cfg Config) *Control {
 	}
 	c.v6.rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x70707066))
 	c.v6.srcSeed = maphash.MakeSeed()
+	c.hostGW = cfg.HostGateway
+	if c.hostGW == ([6]byte{}) {
+		c.hostGW = c.routerMAC
+	}
 	if cfg.Host != nil {
 		c.hostRx = nic.NewFrames(32)
 		c.hostTx = nic.NewFrames(1)
@@ -205,7 +217,7 @@ func (c *Control) Run(ctx context.Context) error {
 	}()
 	defer c.once.Do(func() { close(c.closed) })
 	// Run sleeps until a worker or the steering hands it a frame
-	// (Engine.ControlIdle), the host TAP has one, or its housekeeping is
+	// (Engine.ControlIdle), the host port has one, or its housekeeping is
 	// due (hold queue expiry, router advertisements, neighbour sweeps,
 	// which it looks at every tick): no polling.
 	tick := time.NewTimer(controlTick)

@@ -21,6 +21,7 @@ import (
 // one host on it, the session 198.51.100.7 to the AC, a remote server.
 var (
 	routerMAC  = [6]byte{0x02, 0, 0, 0, 0, 0x01}
+	gatewayMAC = [6]byte{0x02, 0, 0, 0, 0, 0x03} // Config.HostGateway
 	hostMAC    = [6]byte{0x02, 0, 0, 0, 0, 0x10}
 	wanMAC     = [6]byte{0x02, 0, 0, 0, 0, 0x20}
 	acMAC      = [6]byte{0x02, 0, 0, 0, 0, 0x30}

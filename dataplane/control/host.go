@@ -9,16 +9,18 @@ import (
 	"github.com/pppfwd/pppfwd/nic"
 )
 
-// The host stack's way out (Config.Host): what it sends on the LAN goes
-// out of the LAN port as it is; what it sends beyond the LAN goes to the
-// fast path (dataplane.FromHost), which routes it into the session as a
-// LAN host's, through the NAT. The host reaches the session by a default
-// route on its port (`ip route add default dev TAP`, or via an on-link
-// gateway outside the LAN prefix): for the addresses beyond the LAN, and
-// for such a gateway, the control plane answers its ARP requests and
-// neighbour solicitations with RouterMAC (proxy ARP and ND), so its
-// frames for them arrive addressed to RouterMAC. What the session sends
-// back to the router's own addresses comes from the fast path
+// The host stack's way out (Config.Host: a TAP, or netmap's host rings
+// of the LAN interface): what it sends on the LAN goes out of the LAN
+// port as it is; what it sends beyond the LAN goes to the fast path
+// (dataplane.FromHost), which routes it into the session as a LAN host's,
+// through the NAT. The host reaches the session by a default route on
+// its port (`ip route add default dev TAP`, or via an on-link gateway
+// outside the LAN prefix): for the addresses beyond the LAN, and for such
+// a gateway, the control plane answers its ARP requests and neighbour
+// solicitations with the gateway MAC (Config.HostGateway, RouterMAC by
+// default: proxy ARP and ND), so its frames for them arrive addressed to
+// it; they enter the fast path addressed to RouterMAC. What the session
+// sends back to the router's own addresses comes from the fast path
 // (dataplane.ToHost) and is written to the host port.
 
 // hostVerdict is what becomes of a frame the host stack sent.
@@ -34,13 +36,14 @@ const (
 // hostNet is the LAN addressing classifyHost judges by.
 type hostNet struct {
 	routerMAC       [6]byte
+	gatewayMAC      [6]byte // the proxy answers' MAC (Config.HostGateway, or routerMAC)
 	lanNet, lanMask uint32
 	l6              *dataplane.LAN6 // nil: no IPv6 LAN prefix
 }
 
 // classifyHost judges the Ethernet frame b from the host stack (any
 // bytes: it reads only what it has checked is there). A frame is routed
-// only when it is unicast to RouterMAC and carries a valid IPv4 header to
+// only when it is unicast to RouterMAC or the gateway MAC and carries a valid IPv4 header to
 // a unicast address outside the LAN prefix, or (with a LAN prefix) an
 // IPv6 header to a beyondLAN6 address; an ARP request or neighbour
 // solicitation is proxied only for such addresses. The rest goes to the
@@ -50,7 +53,8 @@ func classifyHost(b []byte, n *hostNet) hostVerdict {
 		return hostToLAN
 	}
 	eth := hdr.Ethernet(b)
-	toUs := [6]byte(eth.Dst()) == n.routerMAC
+	dst := [6]byte(eth.Dst())
+	toUs := dst == n.routerMAC || dst == n.gatewayMAC
 	switch eth.Type() {
 	case hdr.EtherTypeARP:
 		if len(b) < hdr.ARPLen {
@@ -115,9 +119,10 @@ func (n *hostNet) beyondLAN6(a *hdr.Addr6) bool {
 // is the control plane's, b its data).
 func (c *Control) fromHost(f *nic.Frame) {
 	b := f.Data()
-	n := hostNet{routerMAC: c.routerMAC, lanNet: c.lanNet, lanMask: c.lanMask, l6: c.e.LAN6()}
+	n := hostNet{routerMAC: c.routerMAC, gatewayMAC: c.hostGW, lanNet: c.lanNet, lanMask: c.lanMask, l6: c.e.LAN6()}
 	switch classifyHost(b, &n) {
 	case hostRoute:
+		copy(b[0:6], c.routerMAC[:]) // the workers take frames to RouterMAC only
 		if c.e.Send(dataplane.FromHost, b) != nil {
 			c.stats.hostDropped.Add(1)
 			return
@@ -127,7 +132,7 @@ func (c *Control) fromHost(f *nic.Frame) {
 		return
 	case hostProxyARP:
 		tpa := binary.BigEndian.Uint32(b[hdr.EthernetLen+24:])
-		if c.sendHost(hdr.ARPReplyInPlace(b, c.routerMAC, tpa)) {
+		if c.sendHost(hdr.ARPReplyInPlace(b, c.hostGW, tpa)) {
 			c.stats.hostProxied.Add(1)
 		}
 		return
@@ -136,7 +141,7 @@ func (c *Control) fromHost(f *nic.Frame) {
 		// solicitation goes the way of anything else the host sends.
 		if m, err := ndp.Parse(b); err == nil && m.Type == hdr.ICMP6NeighborSol {
 			var out [128]byte
-			if c.sendHost(ndp.AppendNA(out[:0], &m, m.Target, c.routerMAC, true)) {
+			if c.sendHost(ndp.AppendNA(out[:0], &m, m.Target, c.hostGW, true)) {
 				c.stats.hostProxied.Add(1)
 			}
 			return

@@ -11,6 +11,7 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/ndp"
 	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
 )
 
@@ -32,7 +33,7 @@ type hostRig struct {
 	l6             *dataplane.LAN6
 }
 
-func newHostRig(t *testing.T) *hostRig {
+func newHostRig(t *testing.T, gateway ...[6]byte) *hostRig {
 	r := &hostRig{lan: memport.New("lan", 1, 256), wan: memport.New("wan", 1, 256), host: memport.New("host", 1, 256)}
 	r.e = memEngine(t, r.lan, r.wan)
 	var err error
@@ -41,7 +42,11 @@ func newHostRig(t *testing.T) *hostRig {
 	}
 	r.e.SetLAN6(r.l6)
 	r.e.SetSession(testSession(true))
-	r.ctl = New(r.e, Config{WANMAC: wanMAC, Host: r.host})
+	cfg := Config{WANMAC: wanMAC, Host: r.host}
+	if len(gateway) > 0 {
+		cfg.HostGateway = gateway[0]
+	}
+	r.ctl = New(r.e, cfg)
 	startWith(t, r.e, r.ctl.Run)
 	return r
 }
@@ -142,13 +147,43 @@ func TestHostStackReachesSession(t *testing.T) {
 	})
 }
 
+// TestHostGatewayMAC: with Config.HostGateway (a host port on the LAN
+// interface itself, whose stack owns RouterMAC), the proxy answers give
+// the host stack the gateway MAC, never RouterMAC, and what it then
+// sends to the gateway MAC reaches the session through the NAT.
+func TestHostGatewayMAC(t *testing.T) {
+	r := newHostRig(t, gatewayMAC)
+	r.host.Inject(0, arpFrame(1, bcastMAC, routerMAC, routerIP, remoteIP))
+	rep := await(t, "proxy ARP reply", r.host, isType(hdr.EtherTypeARP))
+	if a := rep[hdr.EthernetLen:]; [6]byte(a[8:14]) != gatewayMAC || [6]byte(rep[6:12]) != gatewayMAC || [6]byte(rep[0:6]) != routerMAC {
+		t.Fatalf("proxy ARP reply %x", rep)
+	}
+	r.host.Inject(0, ndp.AppendNS(nil, r.l6.Router, remote6IP, routerMAC))
+	na := await(t, "proxy NA", r.host, func(b []byte) bool {
+		m, err := ndp.Parse(b)
+		return err == nil && m.Type == hdr.ICMP6NeighborAdv
+	})
+	if m, _ := ndp.Parse(na); !m.HasTargetLL || m.TargetLL != gatewayMAC {
+		t.Fatalf("proxy NA %+v", m)
+	}
+	r.host.Inject(0, fromHostStack(t, gatewayMAC, layers.EthernetTypeIPv4,
+		pkt{src: routerIP, dst: remoteIP, sport: 40000, dport: 123, proto: layers.IPProtocolUDP, payload: 48}.layers(t)))
+	up := await(t, "the host's NTP query at the AC", r.wan, isType(hdr.EtherTypePPPoESess))
+	if ip := hdr.IPv4(up[22:]); ip.Src() != pubIP || ip.Dst() != remoteIP {
+		t.Fatalf("uplink %x", up)
+	}
+	if st := r.ctl.Stats(); st.HostRouted != 1 || st.HostProxied != 2 {
+		t.Fatalf("control stats %+v", st)
+	}
+}
+
 // TestClassifyHost: the table of what becomes of the host stack's frames.
 func TestClassifyHost(t *testing.T) {
 	l6, err := dataplane.NewLAN6(lan6Prefix, 64, routerMAC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &hostNet{routerMAC: routerMAC, lanNet: lanNet, lanMask: 0xffffff00, l6: l6}
+	n := &hostNet{routerMAC: routerMAC, gatewayMAC: gatewayMAC, lanNet: lanNet, lanMask: 0xffffff00, l6: l6}
 	udp4 := func(dst uint32, mac [6]byte) []byte {
 		return fromHostStack(t, mac, layers.EthernetTypeIPv4, pkt{src: routerIP, dst: dst, sport: 1, dport: 2, proto: layers.IPProtocolUDP}.layers(t))
 	}
@@ -162,6 +197,8 @@ func TestClassifyHost(t *testing.T) {
 		want hostVerdict
 	}{
 		{"udp to a remote", udp4(remoteIP, routerMAC), hostRoute},
+		{"udp to a remote at the gateway MAC", udp4(remoteIP, gatewayMAC), hostRoute},
+		{"udp to a LAN host at the gateway MAC", udp4(hostIP, gatewayMAC), hostToLAN},
 		{"udp to the public address", udp4(pubIP, routerMAC), hostRoute},
 		{"udp to a LAN host", udp4(hostIP, hostMAC), hostToLAN},
 		{"udp to a LAN host at the router's MAC", udp4(hostIP, routerMAC), hostToLAN},
@@ -177,6 +214,7 @@ func TestClassifyHost(t *testing.T) {
 		{"ARP for 0.0.0.0", arpFrame(1, bcastMAC, routerMAC, routerIP, 0), hostToLAN},
 		{"short ARP", arpFrame(1, bcastMAC, routerMAC, routerIP, remoteIP)[:40], hostToLAN},
 		{"IPv6 to a remote", udp6(remote6IP, routerMAC), hostRoute},
+		{"IPv6 to a remote at the gateway MAC", udp6(remote6IP, gatewayMAC), hostRoute},
 		{"IPv6 to a LAN host", udp6(host6IP, routerMAC), hostToLAN},
 		{"IPv6 to link-local", udp6(routerLL6, routerMAC), hostToLAN},
 		{"IPv6 to multicast", udp6(ndp.AllNodes(), ndp.AllNodesMAC()), hostToLAN},
@@ -202,7 +240,7 @@ func TestClassifyHost(t *testing.T) {
 
 // FuzzClassifyHost: whatever the host stack sends, classifyHost never
 // panics and routes or proxies only what it may (routed: unicast to the
-// router's MAC, a valid IP header to an address beyond the LAN; proxied:
+// router's or the gateway MAC, a valid IP header to an address beyond the LAN; proxied:
 // a request for such an address), and the control plane passes any of it
 // on without panicking.
 func FuzzClassifyHost(f *testing.F) {
@@ -215,12 +253,12 @@ func FuzzClassifyHost(f *testing.F) {
 	f.Add(ndp.AppendNS(nil, l6.Router, remote6IP, routerMAC))
 	f.Add(ndp.AppendNS(nil, hdr.Addr6{}, remote6IP, routerMAC))
 	f.Add(ndp.AppendNS(nil, l6.Router, host6IP, routerMAC))
-	n := &hostNet{routerMAC: routerMAC, lanNet: lanNet, lanMask: 0xffffff00, l6: l6}
+	n := &hostNet{routerMAC: routerMAC, gatewayMAC: gatewayMAC, lanNet: lanNet, lanMask: 0xffffff00, l6: l6}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v := classifyHost(b, n)
 		switch v {
 		case hostRoute:
-			if [6]byte(b[0:6]) != routerMAC {
+			if dst := [6]byte(b[0:6]); dst != routerMAC && dst != gatewayMAC {
 				t.Fatalf("routed a frame to %x", b[0:6])
 			}
 			switch hdr.Ethernet(b).Type() {
@@ -260,4 +298,24 @@ func FuzzClassifyHost(f *testing.F) {
 		r.ctl.fromHost(fr)
 		r.pump(t)
 	})
+}
+
+// TestFromHostAllocs: passing on what the host stack sends (classifying
+// it, readdressing a frame to the gateway MAC, handing it to the fast
+// path) allocates nothing.
+func TestFromHostAllocs(t *testing.T) {
+	r := newHostRig(t, gatewayMAC)
+	up := fromHostStack(t, gatewayMAC, layers.EthernetTypeIPv4,
+		pkt{src: routerIP, dst: remoteIP, sport: 40000, dport: 123, proto: layers.IPProtocolUDP, payload: 48}.layers(t))
+	f := nic.NewFrame()
+	if a := testing.AllocsPerRun(200, func() {
+		f.Reset()
+		f.SetData(up)
+		r.ctl.fromHost(f)
+	}); a != 0 {
+		t.Errorf("fromHost allocates %v", a)
+	}
+	if st := r.ctl.Stats(); st.HostRouted+st.HostDropped < 200 {
+		t.Errorf("control stats %+v", st)
+	}
 }

@@ -63,7 +63,10 @@ type Config struct {
 	PortHi uint16     `key:"nat.ports"`
 	NAT    nat.Config `key:"nat.*"` // capacity, per-host limit (ParseConfig: DefaultMaxPerHost unless set), filtering, forwards
 
-	HostTap       string        `key:"host.tap"`       // TAP device for the router's own traffic ("" = built-in ARP/echo only)
+	HostTap string `key:"host.tap"` // TAP device for the router's own traffic ("" = built-in ARP/echo only)
+	// NoHostNetmap keeps the LAN interface's netmap host rings closed
+	// (HostRings).
+	NoHostNetmap  bool          `key:"host.netmap"`
 	StatsInterval time.Duration `key:"stats.interval"` // log counters this often (0 = never)
 	StatsFile     string        `key:"stats.file"`     // also write them there as JSON, replaced each interval (10s if no interval)
 
@@ -255,7 +258,8 @@ func parseAllow6(s string) (dataplane.Allow6, error) {
 }
 
 // parseForward reads "tcp|udp EXTPORT LANADDR:PORT", where LANADDR may
-// be host, the router's own address (its host stack, host.tap), and host
+// be host, the router's own address (its host stack: host.tap or the
+// host rings), and host
 // alone is host:EXTPORT. A forward to host has LANAddr hostForward until
 // ParseConfig knows lan.address (resolveHostForwards).
 func parseForward(s string) (nat.Forward, error) {
@@ -376,9 +380,19 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%s: lan.ipv6_subnet %d does not fit a /%d (pppoe.dhcpv6_pd): allowed: 0..%d",
 			c.at("lan.ipv6_subnet", 0), c.LAN6Subnet, c.PDHint, 1<<(64-c.PDHint)-1)
 	}
+	if len(c.lines["host.netmap"]) > 0 && !c.NoHostNetmap {
+		switch {
+		case c.Backend != "netmap":
+			return fmt.Errorf("%s: host.netmap on: the host rings are netmap's: allowed with backend netmap (for %s, host.tap)",
+				c.at("host.netmap", 0), c.Backend)
+		case c.HostTap != "":
+			return fmt.Errorf("%s: host.netmap on and host.tap (%s): choose one host port: the LAN interface's host rings or a TAP",
+				c.at("host.netmap", 0), c.at("host.tap", 0))
+		}
+	}
 	for i, f := range c.NAT.Forwards {
-		if f.LANAddr == c.RouterAddr() && c.HostTap == "" {
-			return fmt.Errorf("%s: nat.forward to the router's own address (host) needs host.tap: the router's services run on its host stack; allowed: a LAN host's address, or host with host.tap set",
+		if f.LANAddr == c.RouterAddr() && !c.HasHost() {
+			return fmt.Errorf("%s: nat.forward to the router's own address (host) needs host.tap or netmap's host rings (backend netmap, host.netmap on): the router's services run on its host stack; allowed: a LAN host's address, or host with a host port",
 				c.at("nat.forward", i))
 		}
 		if !c.contains(f.LANAddr) {
@@ -451,6 +465,19 @@ func (c *Config) Firewall6Allow() []dataplane.Allow6 {
 	}
 	return out
 }
+
+// HostRings reports whether the router's own host stack reaches it
+// through the LAN interface's netmap host rings: backend netmap, no
+// host.tap, host.netmap not off. The box's stack then keeps the LAN
+// interface and lan.address; frames it sends on the interface come to
+// pppfwd as a host TAP's would, and pppfwd hands it what the TAP would get.
+func (c *Config) HostRings() bool {
+	return c.Backend == "netmap" && c.HostTap == "" && !c.NoHostNetmap
+}
+
+// HasHost reports whether the router has a host port: host.tap or the
+// host rings.
+func (c *Config) HasHost() bool { return c.HostTap != "" || c.HostRings() }
 
 // IPv6 reports whether IPv6 is on (a static prefix or DHCPv6-PD).
 func (c *Config) IPv6() bool { return c.PD || c.LAN6Prefix.IsValid() }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
 )
 
 // CheckInterfaces checks what "pppfwd run -check" checks beyond the
@@ -14,8 +15,11 @@ import (
 // link-local ones (fe80::/10, 169.254/16): pppfwd takes their traffic,
 // so a kernel address there would answer nothing, and a kernel that
 // thinks it owns a LAN or WAN address sends ARP, RAs or DHCP on a port
-// that is not its own. The error names each key at fault, its line, and
-// what to do.
+// that is not its own. With the netmap host rings (HostRings) the LAN
+// interface is the box's own stack's port: it must hold lan.address (its
+// services answer there; its traffic beyond the LAN must come from that
+// address), and may hold others. The error names each key at fault, its
+// line, and what to do.
 func (c *Config) CheckInterfaces() error {
 	return c.checkInterfaces(kernelAddrs)
 }
@@ -63,6 +67,17 @@ func (c *Config) checkInterfaces(addrs func(string) ([]netip.Prefix, error)) err
 			errs = append(errs, fmt.Errorf("%s: %s %s: %v: allowed: an existing interface (ip link; ifconfig -l)", c.at(p.key, 0), p.key, p.name, err))
 			continue
 		}
+		if p.key == "lan.interface" && c.HostRings() {
+			if !slices.Contains(as, c.LANAddr) {
+				fix := fmt.Sprintf("ip addr add %s dev %s", c.LANAddr, p.name)
+				if runtime.GOOS == "freebsd" {
+					fix = fmt.Sprintf("ifconfig %s inet %s alias; on OPNsense, the LAN interface's address", p.name, c.LANAddr)
+				}
+				errs = append(errs, fmt.Errorf("%s: lan.interface %s lacks lan.address %s (%s): with netmap's host rings (host.netmap on) the box's own stack keeps the LAN interface and answers for the router: give it the address (%s), or set host.netmap off",
+					c.at(p.key, 0), p.name, c.LANAddr, c.at("lan.address", 0), fix))
+			}
+			continue
+		}
 		for _, a := range as {
 			if a.Addr().IsLinkLocalUnicast() {
 				continue
@@ -73,7 +88,7 @@ func (c *Config) checkInterfaces(addrs func(string) ([]netip.Prefix, error)) err
 			}
 			hint := ""
 			if p.key == "lan.interface" {
-				hint = "; for the router's own services give it to host.tap instead"
+				hint = "; for the router's own services give it to host.tap instead (or, with backend netmap, keep it there with host.netmap on)"
 			}
 			errs = append(errs, fmt.Errorf("%s: %s %s has the kernel address %s: pppfwd owns this port: remove it (%s)%s; allowed: none but link-local",
 				c.at(p.key, 0), p.key, p.name, a, fix, hint))

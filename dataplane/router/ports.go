@@ -144,3 +144,34 @@ func (c *Config) portSpec(ifname string, ethertypes []uint16) PortSpec {
 	}
 	return s
 }
+
+// OpenHostRings opens the host rings of the LAN interface ifname (netmap,
+// NR_REG_SW): the port of the box's own stack, which keeps the interface
+// and its addresses, as a host TAP is on Linux. Recv returns what the
+// stack sends on the interface; Send delivers to it. The interface's
+// offloads whose frames netmap drops on the way from the stack must be
+// off (HostOffloadsOff).
+func OpenHostRings(ifname string) (nic.Port, error) { return netmap.OpenHost(ifname) }
+
+// HostOffloadsOff switches off the offloads of the LAN interface ifname
+// that would keep the box's own TCP and UDP from the host rings
+// (netmap.DisableHostOffloads); when that fails it logs why and goes on.
+// Call it before the interface's rings are opened: a driver may reset
+// the NIC for a capability change.
+func HostOffloadsOff(ifname string, logf func(string, ...any)) {
+	if err := netmap.DisableHostOffloads(ifname); err != nil {
+		logf("pppfwd: LAN %s: %v; the box's own TCP and UDP may not get out (netmap drops frames the NIC is to finish)", ifname, err)
+	}
+}
+
+// HostGatewayMAC is the MAC pppfwd gives the box's own stack, on the
+// netmap host rings, for the addresses beyond the LAN: the LAN port's
+// MAC made locally administered, its last bit flipped, so that it is
+// never the stack's own (control.Config.HostGateway). It is never sent
+// on the LAN.
+func HostGatewayMAC(lan [6]byte) [6]byte {
+	gw := lan
+	gw[0] |= 0x02
+	gw[5] ^= 0x01
+	return gw
+}

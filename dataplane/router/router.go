@@ -41,9 +41,13 @@ type Router struct {
 }
 
 // Ports are already-open LAN and WAN ports (for labs and tests that open
-// them inside a namespace); nil fields are opened from the config.
+// them inside a namespace or on a simulated kernel side); nil fields are
+// opened from the config. Host, if set, is the host stack's port in place
+// of the one the config names (host.tap, or the LAN interface's netmap
+// host rings).
 type Ports struct {
 	LAN, WAN       nic.Port
+	Host           nic.Port
 	LANMAC, WANMAC [6]byte
 }
 
@@ -54,7 +58,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 	}
 	own := *cfg // the router's own copy: Reload changes it
 	cfg = &own
-	r := &Router{cfg: cfg, logf: logf, lan: ports.LAN, wan: ports.WAN, lanMAC: ports.LANMAC, wanMAC: ports.WANMAC}
+	r := &Router{cfg: cfg, logf: logf, lan: ports.LAN, wan: ports.WAN, host: ports.Host, lanMAC: ports.LANMAC, wanMAC: ports.WANMAC}
 	var err error
 	if cfg.Backend == "afxdp" && ports.LAN == nil && ports.WAN == nil {
 		// An AF_XDP socket binds to one RX queue: more workers than an
@@ -65,6 +69,9 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 				cfg.LANInterface, cfg.WANInterface, q, q, cfg.Workers)
 			cfg.Workers = q
 		}
+	}
+	if r.lan == nil && r.host == nil && cfg.HostRings() {
+		HostOffloadsOff(cfg.LANInterface, logf)
 	}
 	if r.lan == nil {
 		if r.lanMAC, err = ifaceMAC(cfg.LANInterface); err != nil {
@@ -93,6 +100,10 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		if cfg.PPPoE.VLAN != 0 {
 			et = []uint16{hdr.EtherTypeVLAN}
 		}
+		// With netmap, the WAN interface's host rings stay closed: the
+		// box's stack has nothing to say on the WAN port (its own traffic
+		// to the Internet leaves through the LAN host rings, the NAT and
+		// the session), and what it sends there netmap drops.
 		var info PortInfo
 		if r.wan, info, err = OpenPort(cfg.portSpec(cfg.WANInterface, et)); err != nil {
 			r.Close()
@@ -101,7 +112,15 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		r.undo = append(r.undo, info.Undo)
 		logRing(logf, "WAN", cfg.WANInterface, info)
 	}
-	if cfg.HostTap != "" {
+	switch {
+	case r.host != nil:
+	case cfg.HostRings():
+		if r.host, err = OpenHostRings(cfg.LANInterface); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("LAN %s: host rings: %w (host.netmap off to run without them)", cfg.LANInterface, err)
+		}
+		logf("pppfwd: LAN %s: the box's own stack keeps the interface and reaches pppfwd through its host rings (%s)", cfg.LANInterface, r.host.Name())
+	case cfg.HostTap != "":
 		if r.host, err = tap.Open(cfg.HostTap, tap.Config{Up: true}); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("host tap %s: %w", cfg.HostTap, err)
@@ -134,6 +153,11 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		return nil, err
 	}
 	cc := control.Config{WANMAC: r.wanMAC, Host: r.host, RA: control.RAConfig{DNS: cfg.dns6()}}
+	if cfg.HostRings() {
+		// The host stack owns the LAN port's MAC: the proxy answers must
+		// give it another (control.Config.HostGateway).
+		cc.HostGateway = HostGatewayMAC(r.lanMAC)
+	}
 	if cfg.PD {
 		r.pd = newPD(r)
 		cc.WAN6 = r.pd.input
@@ -389,7 +413,8 @@ type StatsCounters struct {
 	Drops         uint64 `json:"drops"`
 	BytesUp       uint64 `json:"bytes_up"`   // IP bytes forwarded to the session
 	BytesDown     uint64 `json:"bytes_down"` // ... and to the LAN
-	// FromHost: frames of the router's own host stack (host.tap) routed
+	// FromHost: frames of the router's own host stack (host.tap or the
+	// netmap host rings) routed
 	// towards the session; ToHost: frames from the session handed to it.
 	FromHost uint64 `json:"from_host"`
 	ToHost   uint64 `json:"to_host"`

@@ -60,6 +60,11 @@ type queue struct {
 	memID uint16
 	q     uint16
 
+	// rxLeft: the RX ring held frames the user side had not taken when
+	// the last Recv or Forward returned. Wait reads it instead of the
+	// ring's cached indices, which only the receiving goroutine may read.
+	rxLeft atomic.Bool
+
 	rxPackets, rxBytes atomic.Uint64
 	txPackets, txBytes atomic.Uint64
 	kernelErrs         atomic.Uint64
@@ -229,6 +234,7 @@ func (p *Port) Recv(q int, frames []*nic.Frame) (int, error) {
 		n++
 	}
 	r.publish()
+	qu.rxLeft.Store(r.head != r.tail)
 	qu.rxPackets.Add(uint64(n))
 	qu.rxBytes.Add(bytes)
 	return n, nil
@@ -301,13 +307,16 @@ func (p *Port) Flush(q int) error {
 	return qu.kernelErr(qu.tx.reload())
 }
 
-// Wait implements nic.Port with poll(2) on the queue's fd.
+// Wait implements nic.Port with poll(2) on the queue's fd. It may run
+// concurrently with Recv on the same queue (a goroutine that waits while
+// another receives, as nic.Notify does for the control plane's host
+// port): it reads no ring index, only what the last Recv left behind.
 func (p *Port) Wait(q int, timeout time.Duration) error {
 	qu, err := p.queue(q)
 	if err != nil {
 		return err
 	}
-	if qu.rx.avail() > 0 {
+	if qu.rxLeft.Load() {
 		return nil
 	}
 	return qu.k.Poll(timeout)
@@ -387,6 +396,7 @@ func Forward(src *Port, sq int, dst *Port, dq int, max int, fn func(buf []byte, 
 		moved++
 	}
 	rx.publish()
+	sqq.rxLeft.Store(rx.head != rx.tail)
 	sqq.rxPackets.Add(uint64(moved))
 	sqq.rxBytes.Add(bytes)
 	if moved > 0 {

@@ -599,6 +599,41 @@ func TestAllocsPerRun(t *testing.T) {
 	}
 }
 
+// TestHostAllocsPerRun: the host rings' Recv and Send, the control
+// plane's way to and from the box's own stack, allocate nothing.
+func TestHostAllocsPerRun(t *testing.T) {
+	s := newSim(t, 256, "lan")
+	host, err := s.OpenHost("lan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	s.SetHostTxDiscard("lan", true)
+	frames := nic.NewFrames(8)
+	const runs = 100
+	for i := 0; i < 8*(runs+1); i++ {
+		s.InjectHost("lan", pkt(i, 200))
+	}
+	if a := testing.AllocsPerRun(runs, func() {
+		for _, f := range frames {
+			f.Reset()
+		}
+		if n, _ := host.Recv(0, frames); n != len(frames) {
+			t.Fatalf("recv %d", n)
+		}
+		if n, _ := host.Send(0, frames); n != len(frames) {
+			t.Fatalf("send %d", n)
+		}
+		_ = host.Wait(0, 0)
+	}); a != 0 {
+		t.Errorf("host Recv+Send+Wait allocates %v", a)
+	}
+	if in := s.HostReceived("lan"); len(in) != 0 {
+		t.Errorf("discarding host TX ring kept %d frames", len(in))
+	}
+	checkClean(t, s)
+}
+
 func TestRecvDropsByReason(t *testing.T) {
 	s := newSim(t, 16, "em0")
 	p := open(t, s, "em0")

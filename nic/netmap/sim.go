@@ -373,6 +373,17 @@ func (s *Sim) SetTxDiscard(port string, ring int, discard bool) {
 	}
 }
 
+// SetHostTxDiscard makes port's host TX ring count the frames it
+// delivers to the host stack instead of keeping them for HostReceived
+// (allocation tests).
+func (s *Sim) SetHostTxDiscard(port string, discard bool) {
+	if k, err := s.kring(port, true, true, 0); err == nil {
+		k.mu.Lock()
+		k.discard = discard
+		k.mu.Unlock()
+	}
+}
+
 // SetRxReplay makes a NIC RX ring receive pkt endlessly: every rxsync
 // fills all free slots with it, without allocating (benchmarks). nil stops.
 func (s *Sim) SetRxReplay(port string, ring int, pkt []byte) {
