@@ -69,7 +69,8 @@ func TestControlSocket(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
 		t.Fatalf("socket %v (%v), want a socket with mode 0600", fi, err)
 	}
-	lan.Inject(0, make([]byte, 60)) // to another MAC: dropped, counted
+	lan.Inject(0, make([]byte, 60))                  // to another MAC: dropped, counted
+	lan.InjectRx(0, partialUDP(), nic.RxCsumPartial) // finished, then dropped: no session
 	var resp *CtlResponse
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if resp, err = ControlRequest(sock, "status"); err != nil {
@@ -77,18 +78,20 @@ func TestControlSocket(t *testing.T) {
 		}
 		// The client leaves idle for discovery on its own goroutine: wait
 		// for it as for the drop.
-		if len(resp.Status.Workers) == 1 && resp.Status.Workers[0].Drops["not_our_mac"] == 1 && resp.Status.State == "discovery" || time.Now().After(deadline) {
+		if len(resp.Status.Workers) == 1 && resp.Status.Workers[0].Drops["not_our_mac"] == 1 && resp.Status.State == "discovery" &&
+			resp.Status.Counters.CsumCompleted == 1 || time.Now().After(deadline) {
 			break
 		}
 	}
 	st := resp.Status
 	if st.State != "discovery" || len(st.Workers) != 1 || st.Workers[0].Drops["not_our_mac"] != 1 ||
-		st.Workers[0].ShaperUp == nil || st.Workers[0].ShaperDown != nil || st.Workers[0].NAT.Capacity == 0 {
+		st.Workers[0].ShaperUp == nil || st.Workers[0].ShaperDown != nil || st.Workers[0].NAT.Capacity == 0 ||
+		st.Counters.CsumCompleted != 1 || st.Workers[0].CsumCompleted != 1 {
 		t.Fatalf("status %+v, workers %+v", st, st.Workers)
 	}
 	var text bytes.Buffer
 	WriteStatus(&text, st)
-	for _, want := range []string{"session     discovery", "worker", "not_our_mac=1", "shaper 0 up"} {
+	for _, want := range []string{"session     discovery", "worker", "not_our_mac=1", "shaper 0 up", "checksums   1 finished"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("status text lacks %q:\n%s", want, text.String())
 		}
