@@ -24,6 +24,10 @@ type Frame struct {
 	Len int
 	// Queue is the queue the frame was received on (set by Recv).
 	Queue uint16
+	// Rx is what the receiving port knows of the frame beyond its bytes
+	// (RxCsumPartial, RxCsumUnknown). Every Recv sets it on each frame
+	// it fills; Reset clears it.
+	Rx RxInfo
 	// The pipeline's fields: ports neither read nor preserve them, Reset
 	// clears them. L3 is the offset from Off of the network header a
 	// classifier found (0: not parsed), valid until the frame's Off moves;
@@ -32,10 +36,6 @@ type Frame struct {
 	L3    uint16
 	Kind  uint8
 	Flags uint8
-	// Rx is what the receiving port knows of the frame beyond its bytes
-	// (RxCsumPartial, RxCsumUnknown). Every Recv sets it on each frame
-	// it fills; Reset clears it.
-	Rx RxInfo
 	// Frames move between cores: a frame takes a cache line of its own
 	// so neighbours in one allocation never share one.
 	_ [64 - 48]byte
@@ -56,8 +56,8 @@ const (
 	// (TP_STATUS_CSUMNOTREADY).
 	RxCsumPartial RxInfo = 1 << iota
 	// RxCsumUnknown: the port has no checksum state to report, and its
-	// frames may come from such a sender (AF_XDP on a veth or in generic
-	// mode). A TCP or UDP checksum field holding exactly the sum of the
+	// frames may come from such a sender (AF_XDP in copy mode: on a
+	// veth, a tap, in generic XDP). A TCP or UDP checksum field holding exactly the sum of the
 	// pseudo-header in a segment that does not verify is an unfinished
 	// one.
 	RxCsumUnknown
