@@ -39,6 +39,7 @@ const (
 	DropFirewall                   // IPv6 from the session that no LAN host asked for (fw6.go)
 	DropControlLimit               // WAN control frame not of our session, over the control rate limit
 	DropHostLocal                  // a host-stack frame (FromHost) for the LAN or the router itself: not handed back (host.go)
+	DropCsumPartial                // marked with an unfinished checksum, but not a TCP or UDP segment the fast path can finish (csum.go)
 	numReasons
 )
 
@@ -48,7 +49,7 @@ var reasonNames = [numReasons]string{
 	"nat_reject", "bad_pppoe", "wrong_session", "not_for_us",
 	"unsupported", "shaper", "tx_full", "ring_full", "exception_full",
 	"no_buffer", "headroom", "bad_ipv6", "firewall", "control_limit",
-	"host_local",
+	"host_local", "csum_partial",
 }
 
 // String returns the reason's stable name (used in JSON).
@@ -88,6 +89,10 @@ type Counters struct {
 	// (Send FromHost); ToHost: frames it handed to the host stack (the
 	// session's traffic for the router's own addresses, ICMP errors).
 	FromHost, ToHost uint64
+	// CsumCompleted: LAN frames whose TCP or UDP checksum the sender
+	// left unfinished (checksum offload of a VM or container) and the
+	// worker finished (csum.go).
+	CsumCompleted uint64
 	// BytesUp and BytesDown are the IP bytes (no Ethernet or PPPoE
 	// header) of the packets the worker forwards towards the session and
 	// towards the LAN, counted where forwarding decides (before the shaper
@@ -110,7 +115,7 @@ type counterCell struct {
 	d   [detailWords]atomic.Uint64
 }
 
-const countersWords = 21 + int(numReasons)
+const countersWords = 22 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
@@ -120,8 +125,8 @@ func (c *Counters) words() [countersWords]uint64 {
 	w[11], w[12], w[13] = c.Unresolved, c.Fragments, c.NoBufferPolls
 	w[14], w[15], w[16] = c.IPv6Up, c.IPv6Down, c.NATEntries
 	w[17], w[18] = c.BytesUp, c.BytesDown
-	w[19], w[20] = c.FromHost, c.ToHost
-	copy(w[21:], c.Drops[:])
+	w[19], w[20], w[21] = c.FromHost, c.ToHost, c.CsumCompleted
+	copy(w[22:], c.Drops[:])
 	return w
 }
 
@@ -150,8 +155,8 @@ func (p *counterCell) load() Counters {
 	s.Unresolved, s.Fragments, s.NoBufferPolls = w[11], w[12], w[13]
 	s.IPv6Up, s.IPv6Down, s.NATEntries = w[14], w[15], w[16]
 	s.BytesUp, s.BytesDown = w[17], w[18]
-	s.FromHost, s.ToHost = w[19], w[20]
-	copy(s.Drops[:], w[21:])
+	s.FromHost, s.ToHost, s.CsumCompleted = w[19], w[20], w[21]
+	copy(s.Drops[:], w[22:])
 	return s
 }
 
@@ -176,6 +181,7 @@ func (c *Counters) Add(o *Counters) {
 	c.BytesDown += o.BytesDown
 	c.FromHost += o.FromHost
 	c.ToHost += o.ToHost
+	c.CsumCompleted += o.CsumCompleted
 	c.SteerPackets += o.SteerPackets
 	c.SteerNanos += o.SteerNanos
 	c.CPUNanos += o.CPUNanos

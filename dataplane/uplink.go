@@ -15,6 +15,9 @@ import (
 
 // fromLAN handles a frame received on the LAN (Ethernet at the front).
 func (w *Worker) fromLAN(f *nic.Frame) {
+	if f.Rx != 0 && !w.finishCsum(f) { // a checksum left unfinished (csum.go)
+		return
+	}
 	b := f.Data()
 	if len(b) < hdr.EthernetLen {
 		w.drop(f, DropBadEthernet)

@@ -57,3 +57,23 @@ func Update32(sum uint16, old, new uint32) uint16 {
 		uint32(uint16(new>>16)) + uint32(uint16(new))
 	return ^Fold(s)
 }
+
+// FinishPartial finishes the checksum of the TCP or UDP segment seg whose
+// checksum field, at off, holds only the sum of its pseudo-header (what a
+// sender leaves for a checksum offload, Linux's CHECKSUM_PARTIAL): as the
+// offload would, it sums seg from its start, that field included, and
+// stores the complement in the field. With udp, a checksum that comes
+// out 0 is stored as 0xffff: 0 means "no checksum" in UDP over IPv4
+// (RFC 768) and is not allowed over IPv6 (RFC 8200 8.1). The caller
+// checked that off+2 <= len(seg).
+func FinishPartial(seg []byte, off int, udp bool) { FinishPartialSum(seg, off, udp, Sum(seg, 0)) }
+
+// FinishPartialSum is FinishPartial for a caller that has summed seg
+// already: sum is Sum(seg, 0).
+func FinishPartialSum(seg []byte, off int, udp bool, sum uint32) {
+	c := ^Fold(sum)
+	if c == 0 && udp {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(seg[off:], c)
+}

@@ -24,6 +24,10 @@ type Frame struct {
 	Len int
 	// Queue is the queue the frame was received on (set by Recv).
 	Queue uint16
+	// Rx is what the receiving port knows of the frame beyond its bytes
+	// (RxCsumPartial, RxCsumUnknown). Every Recv sets it on each frame
+	// it fills; Reset clears it.
+	Rx RxInfo
 	// The pipeline's fields: ports neither read nor preserve them, Reset
 	// clears them. L3 is the offset from Off of the network header a
 	// classifier found (0: not parsed), valid until the frame's Off moves;
@@ -36,6 +40,28 @@ type Frame struct {
 	// so neighbours in one allocation never share one.
 	_ [64 - 48]byte
 }
+
+// RxInfo is a port's receive metadata of one frame: a set of bits.
+type RxInfo uint8
+
+const (
+	// RxCsumPartial: the frame's TCP or UDP checksum is unfinished. A
+	// sender that leaves checksums to an offload (Linux CHECKSUM_PARTIAL:
+	// a local stack or a VM behind a veth or tap whose tx checksum
+	// offload is on) stores only the sum of the pseudo-header in the
+	// checksum field; the offload would sum the segment from the
+	// transport header on, that field included, and store the
+	// complement. A port that forwards the frame must do that first: the
+	// frame does not verify as it is. AF_PACKET reports it per frame
+	// (TP_STATUS_CSUMNOTREADY).
+	RxCsumPartial RxInfo = 1 << iota
+	// RxCsumUnknown: the port has no checksum state to report, and its
+	// frames may come from such a sender (AF_XDP in copy mode: on a
+	// veth, a tap, in generic XDP). A TCP or UDP checksum field holding exactly the sum of the
+	// pseudo-header in a segment that does not verify is an unfinished
+	// one.
+	RxCsumUnknown
+)
 
 // NewFrame allocates a frame with a BufSize buffer and Headroom offset.
 func NewFrame() *Frame {
@@ -63,7 +89,7 @@ func (f *Frame) Data() []byte { return f.Buf[f.Off : f.Off+f.Len] }
 func (f *Frame) InBounds() bool { return f.Off >= 0 && f.Len >= 0 && f.Off+f.Len <= len(f.Buf) }
 
 // Reset empties the frame and restores the default headroom.
-func (f *Frame) Reset() { f.Off, f.Len, f.L3, f.Kind, f.Flags = Headroom, 0, 0, 0, 0 }
+func (f *Frame) Reset() { f.Off, f.Len, f.L3, f.Kind, f.Flags, f.Rx = Headroom, 0, 0, 0, 0, 0 }
 
 // SetData copies b into the frame after the default headroom. It returns
 // false (and leaves the frame empty) if b does not fit.

@@ -20,8 +20,8 @@ type Port interface {
 	// Queues returns the number of RX/TX queue pairs.
 	Queues() int
 	// Recv fills up to len(frames) frames from queue q without blocking
-	// and returns how many it filled. Each filled frame has Off, Len and
-	// Queue set. 0 means nothing is ready.
+	// and returns how many it filled. Each filled frame has Off, Len,
+	// Queue and Rx set. 0 means nothing is ready.
 	Recv(q int, frames []*Frame) (int, error)
 	// Send queues frames for transmission on queue q and returns how many
 	// were accepted, in order. Frames past the returned count were not

@@ -1,9 +1,7 @@
 package lab
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -129,24 +127,7 @@ func (l *Lab) hostTCPEcho(size int) error {
 	if la := c.LocalAddr().(*net.TCPAddr); !la.IP.Equal(LANPrefix.Addr().AsSlice()) {
 		return fmt.Errorf("connection from %v, not the router's LAN address", la)
 	}
-	msg := make([]byte, size)
-	for i := range msg {
-		msg[i] = byte(i*7 + i>>8)
-	}
-	werr := make(chan error, 1)
-	go func() { _, err := c.Write(msg); werr <- err }()
-	_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
-	got := make([]byte, size)
-	if _, err := io.ReadFull(c, got); err != nil {
-		return fmt.Errorf("read: %w", err)
-	}
-	if err := <-werr; err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	if !bytes.Equal(got, msg) {
-		return fmt.Errorf("the echo differs")
-	}
-	return nil
+	return tcpEchoConn(c, size)
 }
 
 // hostForward checks nat.forward udp hostFwdPort host: a datagram from the

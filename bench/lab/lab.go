@@ -57,6 +57,12 @@ type Options struct {
 	// client's default of 3).
 	EchoInterval time.Duration
 	EchoFailures int
+	// LANTxChecksum leaves tx checksumming on on the LAN host's veth
+	// (lan0), as a VM's or container's is by default: its kernel hands
+	// TCP and UDP over with the checksum unfinished (only the
+	// pseudo-header sum) for pppfwd to finish. Off by default, as the
+	// lab's other links: the ISP's side finishes checksums itself.
+	LANTxChecksum bool
 	// Obs is the router's control socket, metrics and log settings (off
 	// unless set).
 	Obs  router.ObsConfig
@@ -157,6 +163,9 @@ func Start(o Options) (_ *Lab, err error) {
 	}{{l.LAN, "lan0"}, {l.Router, "rlan"}, {l.Router, "rwan"}, {l.ISP, "isp0"}} {
 		if err = e.ns.DisableOffloads(e.ifn); err != nil {
 			return nil, err
+		}
+		if e.ifn == "lan0" && o.LANTxChecksum {
+			continue
 		}
 		if err = e.ns.SetFeature(e.ifn, "tx", false); err != nil {
 			return nil, err

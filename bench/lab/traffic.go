@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -92,6 +93,46 @@ func (l *Lab) UDPEchoLarge(n, size int) (got int, err error) {
 		}
 	}
 	return got, nil
+}
+
+// TCPEcho sends size bytes over a TCP connection from the LAN host to the
+// Internet host's echo service (203.0.113.7:7) and checks that the same
+// bytes come back (segments of the clamped MSS, both ways through the
+// NAT).
+func (l *Lab) TCPEcho(size int) error {
+	var c net.Conn
+	err := l.LAN.Do(func() (err error) {
+		c, err = net.DialTimeout("tcp4", netip.AddrPortFrom(RemoteAddr, 7).String(), 5*time.Second)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return tcpEchoConn(c, size)
+}
+
+// tcpEchoConn writes size bytes to c, reads as many back (within 15 s)
+// and checks they are the same.
+func tcpEchoConn(c net.Conn, size int) error {
+	msg := make([]byte, size)
+	for i := range msg {
+		msg[i] = byte(i*7 + i>>8)
+	}
+	werr := make(chan error, 1)
+	go func() { _, err := c.Write(msg); werr <- err }()
+	_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	got := make([]byte, size)
+	if _, err := io.ReadFull(c, got); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if err := <-werr; err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if !bytes.Equal(got, msg) {
+		return fmt.Errorf("the echo differs")
+	}
+	return nil
 }
 
 func echoFlow(c net.Conn, n int) int {

@@ -3,6 +3,7 @@ package router
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
 	"github.com/pppfwd/pppfwd/pppoe"
 	"github.com/pppfwd/pppfwd/pppoe/dhcp6"
@@ -67,7 +69,8 @@ func TestControlSocket(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
 		t.Fatalf("socket %v (%v), want a socket with mode 0600", fi, err)
 	}
-	lan.Inject(0, make([]byte, 60)) // to another MAC: dropped, counted
+	lan.Inject(0, make([]byte, 60))                  // to another MAC: dropped, counted
+	lan.InjectRx(0, partialUDP(), nic.RxCsumPartial) // finished, then dropped: no session
 	var resp *CtlResponse
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if resp, err = ControlRequest(sock, "status"); err != nil {
@@ -75,18 +78,20 @@ func TestControlSocket(t *testing.T) {
 		}
 		// The client leaves idle for discovery on its own goroutine: wait
 		// for it as for the drop.
-		if len(resp.Status.Workers) == 1 && resp.Status.Workers[0].Drops["not_our_mac"] == 1 && resp.Status.State == "discovery" || time.Now().After(deadline) {
+		if len(resp.Status.Workers) == 1 && resp.Status.Workers[0].Drops["not_our_mac"] == 1 && resp.Status.State == "discovery" &&
+			resp.Status.Counters.CsumCompleted == 1 || time.Now().After(deadline) {
 			break
 		}
 	}
 	st := resp.Status
 	if st.State != "discovery" || len(st.Workers) != 1 || st.Workers[0].Drops["not_our_mac"] != 1 ||
-		st.Workers[0].ShaperUp == nil || st.Workers[0].ShaperDown != nil || st.Workers[0].NAT.Capacity == 0 {
+		st.Workers[0].ShaperUp == nil || st.Workers[0].ShaperDown != nil || st.Workers[0].NAT.Capacity == 0 ||
+		st.Counters.CsumCompleted != 1 || st.Workers[0].CsumCompleted != 1 {
 		t.Fatalf("status %+v, workers %+v", st, st.Workers)
 	}
 	var text bytes.Buffer
 	WriteStatus(&text, st)
-	for _, want := range []string{"session     discovery", "worker", "not_our_mac=1", "shaper 0 up"} {
+	for _, want := range []string{"session     discovery", "worker", "not_our_mac=1", "shaper 0 up", "checksums   1 finished"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("status text lacks %q:\n%s", want, text.String())
 		}
@@ -123,6 +128,7 @@ func TestMetrics(t *testing.T) {
 	textfile := filepath.Join(t.TempDir(), "prom", "pppfwd.prom")
 	r, lan, _ := runObsRouter(t, "stats.interval 100ms\n", ObsConfig{MetricsListen: "127.0.0.1:0", MetricsTextfile: textfile})
 	lan.Inject(0, make([]byte, 60))
+	lan.InjectRx(0, partialUDP(), nic.RxCsumPartial) // finished, then dropped: no session
 	url := "http://" + r.MetricsAddr().String() + "/metrics"
 	var body string
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -133,7 +139,8 @@ func TestMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		body = string(b)
-		if strings.Contains(body, `pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`) && strings.Contains(body, `state="discovery"`) ||
+		if strings.Contains(body, `pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`) && strings.Contains(body, `state="discovery"`) &&
+			strings.Contains(body, `pppfwd_csum_completed_total{worker="0"} 1`) ||
 			time.Now().After(deadline) {
 			break
 		}
@@ -144,6 +151,8 @@ func TestMetrics(t *testing.T) {
 		`pppfwd_session_up 0`,
 		`pppfwd_forwarded_bytes_total{direction="up",worker="0"} 0`,
 		`pppfwd_host_frames_total{direction="down",worker="0"} 0`,
+		`pppfwd_csum_completed_total{worker="0"} 1`,
+		`pppfwd_drops_total{reason="no_session",worker="0"} 1`,
 		`pppfwd_shaper_rate_bytes_per_second{direction="up"} 5e+06`,
 		`pppfwd_shaper_backlog_packets{direction="up",worker="0"} 0`,
 		`# TYPE pppfwd_worker_cpu_seconds_total counter`,
@@ -170,6 +179,21 @@ func TestMetrics(t *testing.T) {
 	if !bytes.Contains(tf, []byte(`pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`)) || !bytes.Contains(tf, []byte("# TYPE pppfwd_session_info gauge")) {
 		t.Fatalf("textfile:\n%s", tf)
 	}
+}
+
+// partialUDP is a UDP datagram from a LAN host of runObsRouter's LAN to
+// the Internet whose checksum field holds only the pseudo-header's sum
+// (a sender's checksum offload left it unfinished).
+func partialUDP() []byte {
+	b := make([]byte, hdr.EthernetLen+hdr.IPv4MinLen+hdr.UDPLen+4)
+	copy(b, []byte{2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00})
+	ip := hdr.IPv4(b[hdr.EthernetLen:])
+	copy(ip, []byte{0x45, 0, 0, byte(len(ip)), 0, 1, 0, 0, 64, hdr.ProtoUDP, 0, 0, 10, 0, 0, 2, 8, 8, 8, 8})
+	ip.ComputeChecksum()
+	u := ip[hdr.IPv4MinLen:]
+	copy(u, []byte{0x9c, 0x40, 0, 53, 0, byte(len(u)), 0, 0, 'p', 'i', 'n', 'g'})
+	binary.BigEndian.PutUint16(u[6:], hdr.Fold(hdr.PseudoSum(ip[12:16], ip[16:20], hdr.ProtoUDP, len(u))))
+	return b
 }
 
 // TestObsConfigKeys: every key parses its good values and names its bad

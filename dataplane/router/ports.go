@@ -51,6 +51,9 @@ type PortInfo struct {
 	// RingErr says why an afpacket port asked for afpacket.RxAuto uses
 	// RxFrames instead (nil when it does not).
 	RingErr error
+	// CsumUnknown: the port cannot tell a checksum a sender left
+	// unfinished (afxdp in copy mode: afxdp.Port.ChecksumsUnknown).
+	CsumUnknown bool
 	// Undo removes what OpenPort configured on the NIC beyond the port
 	// (flow-steering rules); call it after closing the port. Never nil.
 	Undo func()
@@ -68,7 +71,7 @@ func OpenPort(s PortSpec) (nic.Port, PortInfo, error) {
 			var xp *afxdp.Port
 			xp, err = afxdp.Open(s.Interface, afxdp.Options{Queues: s.Queues, Mode: s.XDPMode, EtherTypes: s.EtherTypes})
 			if err == nil {
-				p, info.Mode = xp, xp.Mode().String()
+				p, info.Mode, info.CsumUnknown = xp, xp.Mode().String(), xp.ChecksumsUnknown()
 			}
 		} else {
 			p, err = netmap.Open(s.Interface, netmap.Config{Queues: s.Queues})

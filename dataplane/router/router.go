@@ -90,6 +90,9 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		if info.OwnerErr != nil {
 			logf("pppfwd: LAN %s: %v; frames arrive by the NIC's or kernel's flow hash and workers hand over other workers' flows (counted as redirected)", cfg.LANInterface, info.OwnerErr)
 		}
+		if info.CsumUnknown {
+			logf("pppfwd: LAN %s: afxdp in copy mode: frames carry no checksum state; workers check each TCP and UDP checksum against its pseudo-header sum and finish those a sender left to an offload (counted as csum_completed)", cfg.LANInterface)
+		}
 	}
 	if r.wan == nil {
 		if r.wanMAC, err = ifaceMAC(cfg.WANInterface); err != nil {
@@ -418,6 +421,10 @@ type StatsCounters struct {
 	// towards the session; ToHost: frames from the session handed to it.
 	FromHost uint64 `json:"from_host"`
 	ToHost   uint64 `json:"to_host"`
+	// CsumCompleted: LAN frames whose TCP or UDP checksum the sender
+	// left unfinished (a VM's or container's checksum offload) and a
+	// worker finished.
+	CsumCompleted uint64 `json:"csum_completed"`
 }
 
 // Stats returns the router's figures: while Run runs, the snapshot it
@@ -444,7 +451,8 @@ func (r *Router) freshStats() Stats {
 			Exception: c.Exception, ICMPSent: c.ICMPSent, Clamped: c.Clamped, Redirected: c.Redirected,
 			Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls,
 			IPv6Up: c.IPv6Up, IPv6Down: c.IPv6Down, Drops: c.TotalDrops(),
-			BytesUp: c.BytesUp, BytesDown: c.BytesDown, FromHost: c.FromHost, ToHost: c.ToHost},
+			BytesUp: c.BytesUp, BytesDown: c.BytesDown, FromHost: c.FromHost, ToHost: c.ToHost,
+			CsumCompleted: c.CsumCompleted},
 		ShaperUpBps: up, ShaperDownBps: down, PPPoE: st.Counters, ControlRefused: r.refused.Load(),
 		ACName: st.ACName, ACMAC: macString(st.ACMAC),
 		NATEntries: r.e.NATEntries(), RingFull: r.e.RingFullDrops()}

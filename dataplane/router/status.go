@@ -38,6 +38,9 @@ type WorkerStats struct {
 	// worker routed towards the session, and handed to it.
 	FromHost uint64 `json:"from_host"`
 	ToHost   uint64 `json:"to_host"`
+	// CsumCompleted: LAN frames whose TCP or UDP checksum the sender
+	// left unfinished (checksum offload) and the worker finished.
+	CsumCompleted uint64 `json:"csum_completed"`
 	// CPUSeconds is the worker thread's CPU time (0 where the OS gives
 	// no thread CPU clock).
 	CPUSeconds float64 `json:"cpu_seconds"`
@@ -100,7 +103,7 @@ func (r *Router) snapshot(prev *sample) (Stats, *sample) {
 		next.w = append(next.w, c)
 		ws := WorkerStats{Worker: w.ID(), RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
 			BytesUp: c.BytesUp, BytesDown: c.BytesDown, FromHost: c.FromHost, ToHost: c.ToHost,
-			CPUSeconds: float64(c.CPUNanos) / 1e9, Drops: c.DropMap()}
+			CsumCompleted: c.CsumCompleted, CPUSeconds: float64(c.CPUNanos) / 1e9, Drops: c.DropMap()}
 		if prev != nil && w.ID() < len(prev.w) {
 			if dt := now.Sub(prev.at).Seconds(); dt > 0 {
 				p := prev.w[w.ID()]
@@ -230,6 +233,9 @@ func WriteStatus(w io.Writer, s *Stats) {
 					d.q.Backlog, d.q.BacklogBytes, d.q.Dropped, d.q.ECNMarks, mapString(d.q.Drops))
 			}
 		}
+	}
+	if n := s.Counters.CsumCompleted; n > 0 {
+		fmt.Fprintf(w, "checksums   %d finished for LAN senders that left them to an offload\n", n)
 	}
 	c := s.Control
 	fmt.Fprintf(w, "control     wan frames %d (dropped %d)  held waiting %d  queue full %d\n", c.WANFrames, c.WANDropped, c.HeldWaiting, c.QueueFull)

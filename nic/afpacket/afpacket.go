@@ -143,7 +143,7 @@ type QueueStats struct {
 	KernelDrops        uint64 // frames the kernel dropped: ring full
 	Freezes            uint64 // times the RX ring was full (queue frozen)
 	RxOversize         uint64 // dropped by Recv: longer than nic.MaxData or truncated
-	RxCsumPartial      uint64 // received with an unfinished L4 checksum (peer tx offload)
+	RxCsumPartial      uint64 // received with an unfinished L4 checksum (peer tx offload); marked nic.RxCsumPartial
 	RxGSO              uint64 // received as a GSO superframe (coalescing offload on)
 	TxFull             uint64 // frames refused by Send: TX ring full (TxCopy: send buffer full, or the rest of a batch after an error)
 	TxOversize         uint64 // frames dropped by Send: too long for a TX slot (TxCopy: refused by the kernel as too long or malformed)

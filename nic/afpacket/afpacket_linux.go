@@ -678,11 +678,16 @@ func (q *queue) recvBlocks(t *rxTally, qi int, frames []*nic.Frame) {
 
 // deliver copies the frame data (its VLAN tag put back when the kernel
 // stripped it: vlan, with tci and, if st says it is valid, tpid) into f
-// at nic.Headroom and returns its length. The caller checked that the
-// frame fits.
+// at nic.Headroom, marks an unfinished checksum (st's
+// TP_STATUS_CSUMNOTREADY) in f.Rx and returns its length. The caller
+// checked that the frame fits.
 func deliver(f *nic.Frame, qi int, data []byte, vlan bool, st uint32, tci, tpid uint16) int {
 	f.Off = nic.Headroom
 	f.Queue = uint16(qi)
+	f.Rx = 0
+	if st&unix.TP_STATUS_CSUMNOTREADY != 0 {
+		f.Rx = nic.RxCsumPartial
+	}
 	buf := f.Buf[nic.Headroom:]
 	if !vlan {
 		f.Len = copy(buf, data)

@@ -454,18 +454,32 @@ func TestIntegrationAFPacketOffloads(t *testing.T) {
 	}
 	frames := nic.NewFrames(16)
 	deadline := time.Now().Add(2 * time.Second)
+	marked := 0
 	for p.QueueStats(0).RxCsumPartial < 8 && time.Now().Before(deadline) {
-		if n, _ := p.Recv(0, frames); n == 0 {
+		n, _ := p.Recv(0, frames)
+		if n == 0 {
 			_ = p.Wait(0, 5*time.Millisecond)
 		}
+		for _, f := range frames[:n] {
+			if f.Rx&nic.RxCsumPartial != 0 {
+				marked++
+			}
+		}
 	}
-	if qs := p.QueueStats(0); qs.RxCsumPartial < 8 {
-		t.Errorf("RxCsumPartial = %d, want >= 8 UDP frames with unfinished checksums", qs.RxCsumPartial)
+	if qs := p.QueueStats(0); qs.RxCsumPartial < 8 || marked != int(qs.RxCsumPartial) {
+		t.Errorf("RxCsumPartial = %d, %d frames marked nic.RxCsumPartial, want >= 8 UDP frames with unfinished checksums, each marked", qs.RxCsumPartial, marked)
 	}
 }
 
 func TestIntegrationAFPacketWaitClose(t *testing.T) {
 	ln := nettest.MustLine(t, nettest.LineConfig{})
+	// A quiet line: without IPv6, A's kernel sends no router or multicast
+	// listener solicitations, which would end a Wait as they should.
+	for _, ns := range []*nettest.NS{ln.A, ln.R} {
+		if err := ns.Sysctl("net.ipv6.conf.all.disable_ipv6", "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	p := openIn(t, ln.R, ln.RA, Config{})
 	for n := 1; n > 0; {
 		n, _ = p.Recv(0, nic.NewFrames(64))

@@ -76,6 +76,9 @@ func TestRecvSyntheticRing(t *testing.T) {
 	if st := loadStatus(rx, bdStatus); st != unix.TP_STATUS_USER {
 		t.Fatalf("block 0 released with a frame left")
 	}
+	for _, f := range frames {
+		f.Rx = nic.RxCsumPartial | nic.RxCsumUnknown // stale: Recv sets it
+	}
 	n, _ := p.Recv(0, frames)
 	if n != 4 {
 		t.Fatalf("Recv = %d frames, want 4", n)
@@ -90,6 +93,10 @@ func TestRecvSyntheticRing(t *testing.T) {
 	for i, w := range want {
 		if !bytes.Equal(frames[i].Data(), w) || frames[i].Off != nic.Headroom {
 			t.Errorf("frame %d = %x, want %x", i, frames[i].Data(), w)
+		}
+		// Only the last came with TP_STATUS_CSUMNOTREADY.
+		if want := map[bool]nic.RxInfo{true: nic.RxCsumPartial}[i == 3]; frames[i].Rx != want {
+			t.Errorf("frame %d: Rx %b, want %b", i, frames[i].Rx, want)
 		}
 	}
 	for blk := 0; blk < 2; blk++ {

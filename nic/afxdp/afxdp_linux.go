@@ -128,6 +128,11 @@ func Open(ifname string, o Options) (*Port, error) {
 			return nil, sysErr(fmt.Sprintf("add queue %d socket to XSKMAP", q), err, "CAP_BPF (or CAP_SYS_ADMIN)")
 		}
 	}
+	if !p.zeroCopy {
+		for _, x := range p.qs {
+			x.rxInfo = nic.RxCsumUnknown
+		}
+	}
 	ok = true
 	return p, nil
 }

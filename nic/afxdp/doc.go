@@ -37,6 +37,12 @@
 //     queues (the kernel refuses with ENOSPC otherwise): create the pair with
 //     "numrxqueues N numtxqueues N" on both ends.
 //   - AF_XDP on veth only runs in copy mode; ZeroCopyOn fails there.
+//   - A frame the peer's stack sent with tx checksumming on (the veth
+//     default) reaches the socket with its TCP or UDP checksum unfinished,
+//     in native and in generic mode alike: the checksum field holds only
+//     the pseudo-header sum (CHECKSUM_PARTIAL), and XDP has no field that
+//     says so. Recv marks copy-mode frames nic.RxCsumUnknown for the
+//     receiver to check (Port.ChecksumsUnknown).
 //   - Frames reach the socket of queue q only if the peer transmitted them on
 //     its TX queue q (veth maps peer TX queue to local RX queue one to one).
 //   - AF_XDP transmit in copy mode builds an skb per frame and hands it to

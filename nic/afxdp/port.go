@@ -49,6 +49,14 @@ func (p *Port) Mode() Mode { return p.mode }
 // ZeroCopy reports whether the sockets are bound in zero-copy mode.
 func (p *Port) ZeroCopy() bool { return p.zeroCopy }
 
+// ChecksumsUnknown reports whether Recv marks frames nic.RxCsumUnknown:
+// in copy mode. There the kernel copies frames that a software device
+// (a veth, a tap, a bridge) may have taken from a local sender with the
+// TCP or UDP checksum left to an offload, and XDP carries no checksum
+// state to tell them apart (see the package comment). In zero-copy mode
+// every frame came from the NIC's receive DMA, off the wire: finished.
+func (p *Port) ChecksumsUnknown() bool { return !p.zeroCopy }
+
 // Recv copies up to len(frames) received frames of queue q into frames,
 // each at nic.Headroom, and returns how many it filled. It never blocks.
 func (p *Port) Recv(q int, frames []*nic.Frame) (int, error) {

@@ -264,7 +264,13 @@ func TestXSKRecvSend(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			k, x := newSim(t, tc.size, 2048, tc.start)
 			k.budget = tc.budget
+			if tc.budget != 0 {
+				x.rxInfo = nic.RxCsumUnknown // as Open sets it in copy mode
+			}
 			frames := nic.NewFrames(tc.batch)
+			for _, f := range frames {
+				f.Rx = nic.RxCsumPartial // stale: recv sets it
+			}
 			seq, rseq := 0, 0
 			total := int(tc.size) * 10
 			for rseq < total {
@@ -283,8 +289,8 @@ func TestXSKRecvSend(t *testing.T) {
 					}
 					for _, f := range frames[:n] {
 						want := pkt(rseq, 60+rseq%1400)
-						if f.Off != nic.Headroom || f.Queue != 3 || !bytes.Equal(f.Data(), want) {
-							t.Fatalf("frame %d: off %d queue %d len %d", rseq, f.Off, f.Queue, f.Len)
+						if f.Off != nic.Headroom || f.Queue != 3 || f.Rx != x.rxInfo || !bytes.Equal(f.Data(), want) {
+							t.Fatalf("frame %d: off %d queue %d rx %b len %d", rseq, f.Off, f.Queue, f.Rx, f.Len)
 						}
 						rseq++
 					}

@@ -87,6 +87,8 @@ type xsk struct {
 	txFree     []uint64 // free TX chunk addresses (a stack)
 	k          kicker
 	st         counters
+	// rxInfo is what recv marks every frame with (Frame.Rx).
+	rxInfo nic.RxInfo
 }
 
 // setup splits the UMEM into RX and TX chunks, puts every RX chunk on the
@@ -151,6 +153,7 @@ func (x *xsk) recv(frames []*nic.Frame) int {
 		f.Off = nic.Headroom
 		f.Len = copy(f.Buf[nic.Headroom:], x.umem[d.Addr:end])
 		f.Queue = x.q
+		f.Rx = x.rxInfo
 		bytes += uint64(d.Len)
 		k++
 	}

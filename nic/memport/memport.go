@@ -15,6 +15,7 @@ type slot struct {
 	buf []byte
 	off int
 	n   int
+	rx  nic.RxInfo
 }
 
 // Ring is a single-producer single-consumer ring of frame buffers.
@@ -77,7 +78,7 @@ func (r *Ring) put(frames []*nic.Frame) int {
 		f := frames[i]
 		s := &r.slots[(t+uint64(i))&r.mask]
 		s.buf, f.Buf = f.Buf, s.buf
-		s.off, s.n = f.Off, f.Len
+		s.off, s.n, s.rx = f.Off, f.Len, 0
 		bytes += uint64(f.Len)
 		f.Reset()
 	}
@@ -89,8 +90,9 @@ func (r *Ring) put(frames []*nic.Frame) int {
 	return n
 }
 
-// putCopy copies b into the ring (producer side).
-func (r *Ring) putCopy(b []byte) bool {
+// putCopy copies b into the ring (producer side), to be received with
+// Frame.Rx rx.
+func (r *Ring) putCopy(b []byte, rx nic.RxInfo) bool {
 	t := r.tail.Load()
 	if t-r.cachedHead >= uint64(len(r.slots)) {
 		r.cachedHead = r.head.Load()
@@ -104,7 +106,7 @@ func (r *Ring) putCopy(b []byte) bool {
 		return false
 	}
 	s := &r.slots[t&r.mask]
-	s.off = nic.Headroom
+	s.off, s.rx = nic.Headroom, rx
 	s.n = copy(s.buf[nic.Headroom:], b)
 	r.tail.Store(t + 1)
 	r.packets.Add(1)
@@ -128,7 +130,7 @@ func (r *Ring) get(frames []*nic.Frame, q uint16) int {
 		f := frames[i]
 		s := &r.slots[(h+uint64(i))&r.mask]
 		s.buf, f.Buf = f.Buf, s.buf
-		f.Off, f.Len, f.Queue = s.off, s.n, q
+		f.Off, f.Len, f.Queue, f.Rx = s.off, s.n, q, s.rx
 	}
 	if n > 0 {
 		r.head.Store(h + uint64(n))
@@ -194,7 +196,12 @@ func (p *Port) Sink(q int, fn func(q int, f *nic.Frame)) { p.sink[q] = &txSink{f
 
 // Inject copies b into RX queue q (the wire side). It reports false when
 // the ring is full (the drop is counted).
-func (p *Port) Inject(q int, b []byte) bool { return p.rx[q].putCopy(b) }
+func (p *Port) Inject(q int, b []byte) bool { return p.rx[q].putCopy(b, 0) }
+
+// InjectRx is Inject for a frame that Recv hands over with Frame.Rx rx
+// (standing in for what a real port learns from its kernel, such as
+// nic.RxCsumPartial). Frames that cross a Pair by Send carry none.
+func (p *Port) InjectRx(q int, b []byte, rx nic.RxInfo) bool { return p.rx[q].putCopy(b, rx) }
 
 // Drain hands every frame queued on TX queue q to fn and frees it. fn must
 // not retain the slice.
@@ -239,7 +246,7 @@ func (p *Port) Recv(q int, frames []*nic.Frame) (int, error) {
 		next := rp.next
 		for _, f := range frames {
 			f.SetData(rp.pkts[next])
-			f.Queue = uint16(q)
+			f.Queue, f.Rx = uint16(q), 0
 			if next++; next == len(rp.pkts) {
 				next = 0
 			}

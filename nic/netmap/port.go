@@ -230,6 +230,7 @@ func (p *Port) Recv(q int, frames []*nic.Frame) (int, error) {
 		f.Off = nic.Headroom
 		f.Len = copy(f.Buf[nic.Headroom:], b)
 		f.Queue = uint16(q)
+		f.Rx = 0
 		bytes += uint64(f.Len)
 		n++
 	}
