@@ -40,6 +40,7 @@ var (
 	// is known.
 	dhcp6PoolA = netip.MustParsePrefix("2001:db8:a00::/56")
 	dhcp6PoolB = netip.MustParsePrefix("2001:db8:b00::/56")
+	dhcp6PoolC = netip.MustParsePrefix("2001:db8:c00::/56")
 	dhcp6DNS   = []netip.Addr{netip.MustParseAddr("2001:db8:53::1"), netip.MustParseAddr("2001:db8:53::2")}
 )
 
@@ -141,7 +142,7 @@ func (d *pdDriver) send(msg []byte) {
 	f := nic.NewFrame()
 	f.SetData(pkt)
 	if !s.Encap(f) {
-		d.sendErr = errors.New("Encap: no headroom")
+		d.sendErr = errors.New("encap: no headroom")
 		return
 	}
 	if err := d.data.WriteFrame(f.Data()); err != nil && d.sendErr == nil {
@@ -253,13 +254,18 @@ func prefixOf(l dhcp6.Lease) netip.Prefix {
 // TestIntegrationRealDHCPv6PD runs pppfwd's DHCPv6 prefix-delegation client
 // (pppoe/dhcp6, driven as the router drives it) over a PPPoE session with
 // IPv6CP to pppd in the VM, against Kea (Debian's kea-dhcp6-server) on the
-// session's ppp interface: a /56 delegated with the server's lifetimes,
-// T1/T2 and DNS servers (four-message exchange); renewals at T1 that the
-// server's log and lease file show and that extend the lease; after pppd
-// is killed and the session comes back, a server restarted with another
-// pool, no leases, a new DUID and rapid commit: the client solicits again
-// and ends up with the new prefix instead of the old; and a Release the
-// server takes when the client stops.
+// session's ppp interface:
+//  1. a /56 delegated with the server's lifetimes, T1/T2 and DNS servers
+//     (Solicit, Advertise, Request, Reply);
+//  2. renewals at T1 that the server logs and appends to its lease file,
+//     each extending the lease;
+//  3. the server renumbering under the live session (restarted with
+//     another pool, no leases, a new DUID): it drops the Renews naming the
+//     old server, and the client's Rebind at T2 brings the new prefix;
+//  4. pppd killed and the session back, the server restarted with a third
+//     pool and rapid commit: the client solicits again and ends up with
+//     the new prefix instead of the old;
+//  5. a Release the server takes when the client stops.
 func TestIntegrationRealDHCPv6PD(t *testing.T) {
 	requireLab(t, true)
 	t0 := time.Now()
@@ -445,10 +451,42 @@ func TestIntegrationRealDHCPv6PD(t *testing.T) {
 		}
 	}
 
-	// 3. pppd killed: the session comes back (a new ppp interface); the
-	// server restarts with pool B, no leases, a new DUID and rapid commit.
-	// The client solicits again and takes B in place of A.
+	// 3. The server renumbers under the live session: restarted with pool
+	// C, no leases and a new DUID. It drops the Renews (they name the old
+	// server); at T2 the client rebinds and takes C in place of A.
 	before := st
+	startServer(keaConf(ifname, dhcp6PoolC, false))
+	if !waitFor(3*dhcp6T2, func() bool {
+		var ok bool
+		l, ok, st, _ = pd.lease()
+		return ok && prefixOf(l) == dhcp6PoolC
+	}) {
+		t.Fatalf("no %s delegated %v after the server renumbered; lease %v; client stats %+v\nserver log:\n%s",
+			dhcp6PoolC, 3*dhcp6T2, l, st, serverLog())
+	}
+	_, _, st, leases := pd.lease()
+	t.Logf("after renumbering: %v; client stats %+v", l, st)
+	if st.Sent[dhcp6.MsgRebind] == before.Sent[dhcp6.MsgRebind] || st.Renewals != before.Renewals+1 ||
+		st.Leases != before.Leases || st.Expirations != 0 {
+		t.Errorf("client stats %+v (before %+v), want C by a Rebind, without the lease expiring", st, before)
+	}
+	if last := leases[len(leases)-1]; prefixOf(last) != dhcp6PoolC || last.Valid != dhcp6Valid {
+		t.Errorf("last OnLease %v, want %s valid %v", last, dhcp6PoolC, dhcp6Valid)
+	}
+	third := serverLog()
+	for _, want := range []string{
+		"DHCP6_PACKET_DROP_SERVERID_MISMATCH duid=[" + duid + "]",
+		"lease for prefix " + dhcp6PoolC.String() + " and iaid=1 has been allocated",
+	} {
+		if !strings.Contains(third, want) {
+			t.Errorf("server log lacks %q:\n%s", want, third)
+		}
+	}
+
+	// 4. pppd killed: the session comes back (a new ppp interface); the
+	// server restarts with pool B, no leases, a new DUID and rapid commit.
+	// The client solicits again and takes B in place of C.
+	before = st
 	if out, err := vm.Run("rm -f /tmp/ppp6-up; killall kea-dhcp6; kill -KILL $(pidof pppd)"); err != nil {
 		t.Fatalf("killing pppd: %v %s", err, out)
 	}
@@ -463,7 +501,7 @@ func TestIntegrationRealDHCPv6PD(t *testing.T) {
 		t.Fatalf("no %s delegated 20 s after the server restarted; lease %v; client stats %+v\nserver log:\n%s",
 			dhcp6PoolB, l, st, serverLog())
 	}
-	_, _, st, leases := pd.lease()
+	_, _, st, leases = pd.lease()
 	t.Logf("after the reconnect: %v; client stats %+v", l, st)
 	if st.Leases != before.Leases+1 || st.Sent[dhcp6.MsgSolicit] == before.Sent[dhcp6.MsgSolicit] ||
 		st.Sent[dhcp6.MsgRequest] != before.Sent[dhcp6.MsgRequest] {
@@ -487,21 +525,21 @@ func TestIntegrationRealDHCPv6PD(t *testing.T) {
 			break
 		}
 	}
-	second := serverLog()
+	fourth := serverLog()
 	for _, want := range []string{
 		"received buffer from " + netip.AddrFrom16(linkLocal6(s2.LocalIfID)).String() + ":546 to ff02::1:2",
 		"DHCP6_PD_LEASE_ALLOC duid=[" + duid + "]",
 		"lease for prefix " + dhcp6PoolB.String() + " and iaid=1 has been allocated for 40 seconds",
 	} {
-		if !strings.Contains(second, want) {
-			t.Errorf("server log lacks %q:\n%s", want, second)
+		if !strings.Contains(fourth, want) {
+			t.Errorf("server log lacks %q:\n%s", want, fourth)
 		}
 	}
-	if strings.Contains(second, "DHCP6_PD_LEASE_ADVERT") {
-		t.Errorf("server advertised with rapid commit on:\n%s", second)
+	if strings.Contains(fourth, "DHCP6_PD_LEASE_ADVERT") {
+		t.Errorf("server advertised with rapid commit on:\n%s", fourth)
 	}
 
-	// 4. Stop: a Release the server takes.
+	// 5. Stop: a Release the server takes.
 	pd.mu.Lock()
 	pd.cli.Stop(time.Now())
 	pd.mu.Unlock()
