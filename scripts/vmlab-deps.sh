@@ -15,7 +15,7 @@ command -v ip >/dev/null || need+=(iproute2)
 # The lab image is built with apt-get download from the apt lists: make
 # sure they exist (a cleaned /var/lib/apt/lists would make the build fail).
 lists=ok
-apt-cache show linux-image-amd64 ppp pppoe busybox-static nftables iproute2 >/dev/null 2>&1 || lists=stale
+apt-cache show linux-image-amd64 ppp pppoe busybox-static nftables iproute2 kea-dhcp6-server >/dev/null 2>&1 || lists=stale
 
 if [ "${#need[@]}" -eq 0 ] && [ "$lists" = ok ]; then
 	echo "vmlab-deps: all present"

@@ -1,20 +1,21 @@
 // Package vmlab is pppfwd's real-peer lab: a small Linux VM, booted with
 // qemu-system-x86_64 under TCG (no KVM needed), that runs software nobody
 // here wrote (the kernel's ppp_generic/pppoe drivers, pppd with its
-// rp-pppoe.so plugin, rp-pppoe's pppoe-server) so that pppfwd's PPPoE client
-// and access concentrator can be tested against them. The same VM hosts a
+// rp-pppoe.so plugin, rp-pppoe's pppoe-server, the Kea DHCPv6 server) so
+// that pppfwd's PPPoE client, access concentrator and DHCPv6
+// prefix-delegation client can be tested against them. The same VM hosts a
 // router under test: the kernel's (pppd as PPPoE client, nftables NAT, tc
 // shaping) or pppfwd itself, a static binary added at boot.
 //
 // The VM image is built once from Debian packages (apt-get download +
 // dpkg-deb -x; linux-image-amd64, ppp, pppoe, busybox-static, bash,
-// nftables, iproute2 and the libraries they need) into a gzip'd newc
-// initramfs and cached (see BuildImage). Each VM gets one or more virtio-net
-// NICs attached to tap devices inside a network namespace the caller owns
-// (made with internal/nettest, which holds all of pppfwd's namespace, veth
-// and tap setup), so the pppfwd side runs in that namespace with a raw
-// socket on the tap. Commands run in the VM over a dedicated serial port
-// (ttyS1) framed with markers: see (*VM).Run.
+// nftables, iproute2, kea-dhcp6-server and the libraries they need) into a
+// gzip'd newc initramfs and cached (see BuildImage). Each VM gets one or
+// more virtio-net NICs attached to tap devices inside a network namespace
+// the caller owns (made with internal/nettest, which holds all of pppfwd's
+// namespace, veth and tap setup), so the pppfwd side runs in that namespace
+// with a raw socket on the tap. Commands run in the VM over a dedicated
+// serial port (ttyS1) framed with markers: see (*VM).Run.
 //
 // Options: VCPUs (qemu -smp, default 1) and MemoryMB (default 256) size the
 // guest; Extra adds files (e.g. /usr/local/sbin/pppfwd) without rebuilding
@@ -49,6 +50,7 @@
 // PPPoE socket.
 //
 // vmlab imports internal/nettest (namespaces and taps) and the standard
-// library; its tests also use internal/rawsock, hdr, nic and pppoe, and
-// build cmd/pppfwd with the go command (they do not import it).
+// library; its tests also use internal/rawsock, hdr, nic, pppoe and
+// pppoe/dhcp6, and build cmd/pppfwd with the go command (they do not
+// import it).
 package vmlab

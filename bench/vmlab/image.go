@@ -33,9 +33,13 @@ const imageFormat = "vmlab-image-3"
 // ip and tc, which shadow busybox's applets) serve the kernel router: nft
 // for forwarding rules and masquerade, tc for cake, fq_codel and htb.
 // zlib1g is a library that libClosure does not follow (its name lacks the
-// lib prefix); iproute2's libelf1 needs it.
+// lib prefix); iproute2's libelf1 needs it. kea-dhcp6-server is the real
+// DHCPv6 server that pppfwd's prefix-delegation client is tested against
+// on pppd's ppp interface (ISC dhcpd 4.4 refuses ppp interfaces:
+// "Unsupported device type 512"); its libraries are in kea-common, which
+// libClosure does not follow.
 var basePackages = []string{"ppp", "pppoe", "busybox-static", "bash", "libc6", "libc-bin",
-	"nftables", "iproute2", "zlib1g"}
+	"nftables", "iproute2", "zlib1g", "kea-dhcp6-server", "kea-common"}
 
 // GuestModules are the kernel modules loaded at boot (their dependencies,
 // read from each module's .modinfo, are added and loaded first). The
@@ -64,7 +68,7 @@ func libExcluded(name string) bool {
 var guestELFs = []string{
 	"bin/bash", "usr/sbin/pppd", "usr/sbin/pppoe-server", "usr/sbin/pppoe",
 	"usr/sbin/pppoe-discovery", "sbin/ldconfig",
-	"usr/sbin/nft", "bin/ip", "sbin/tc",
+	"usr/sbin/nft", "bin/ip", "sbin/tc", "usr/sbin/kea-dhcp6",
 }
 
 // Image is a built lab image.
@@ -220,7 +224,8 @@ func buildInto(ctx context.Context, work, out string, logf func(string, ...any))
 		}
 	}
 	for _, junk := range []string{"usr/share/doc", "usr/share/man", "usr/share/info",
-		"usr/share/locale", "usr/share/lintian", "usr/share/bug", "usr/lib/x86_64-linux-gnu/gconv"} {
+		"usr/share/locale", "usr/share/lintian", "usr/share/bug", "usr/lib/x86_64-linux-gnu/gconv",
+		"usr/lib/x86_64-linux-gnu/kea/hooks"} {
 		if err := os.RemoveAll(filepath.Join(root, junk)); err != nil {
 			return nil, err
 		}

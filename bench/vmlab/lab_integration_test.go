@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,17 +17,26 @@ import (
 )
 
 // requireLab skips the test with the reason when the lab cannot run here.
+// In CI (.ci/run sets CI) a missing tool fails the test instead:
+// scripts/deps.sh installs them all.
 func requireLab(t *testing.T, capture bool) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("vmlab: boots a VM; skipped in -short mode")
 	}
-	if err := Available(); err != nil {
+	skip := func(err error) {
+		t.Helper()
+		if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
 		t.Skip(err)
+	}
+	if err := Available(); err != nil {
+		skip(err)
 	}
 	if capture {
 		if err := CaptureAvailable(); err != nil {
-			t.Skip(err)
+			skip(err)
 		}
 	}
 }
