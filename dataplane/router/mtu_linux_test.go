@@ -1,17 +1,23 @@
 package router
 
 import (
+	"context"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pppfwd/pppfwd/hdr"
+
 	"github.com/pppfwd/pppfwd/internal/ifmtu"
 	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/internal/rawsock"
 	"github.com/pppfwd/pppfwd/pppoe"
 )
 
@@ -112,6 +118,23 @@ func TestIntegrationWANMTU(t *testing.T) {
 			t.Errorf("macvlan: line %q lacks %q", msg, w)
 		}
 	}
+	// A router whose WAN port cannot take the MTU (its driver's maximum
+	// 1500, stood in for: no kernel driver here has one that small, and
+	// a macvlan cannot be a port with its offloads fixed on) runs at
+	// 1492: its PADIs ask for no PPP-Max-Payload, so no AC sends it
+	// frames the port drops. Where the MTU was raised, they ask for 1500.
+	if err := lab.Veth("x0", ns, "y0", ns, 1); err != nil {
+		t.Fatal(err)
+	}
+	sysMTU.max = func(string) (int, error) { return 1500, nil }
+	line, tag := padiMaxPayload(t, ns, cfg("x0", 1500, 0), "y0")
+	sysMTU.max = ifmtu.Max
+	if tag != "" || !strings.Contains(line, "cannot raise the MTU 1500 -> 1508") || mtuOf("x0") != 1500 {
+		t.Fatalf("driver maximum 1500: PADI PPP-Max-Payload %q (want none), line %q, MTU %d", tag, line, mtuOf("x0"))
+	}
+	if line, tag = padiMaxPayload(t, ns, cfg("x0", 1500, 0), "y0"); tag != "05dc" || !strings.Contains(line, "MTU 1500 -> 1508") {
+		t.Fatalf("PADI PPP-Max-Payload %q (want 05dc: 1500), line %q", tag, line)
+	}
 	// Without CAP_NET_ADMIN (dropped from this thread's effective set
 	// only): EPERM, and the line says what to run.
 	if err := ns.SetMTU("wan0", 1500); err != nil {
@@ -158,4 +181,60 @@ func dropNetAdmin() (restore func() error, err error) {
 		defer runtime.UnlockOSThread()
 		return unix.Capset(&hdr, &saved[0])
 	}, nil
+}
+
+// padiMaxPayload opens and runs a router with cfg in ns until its first
+// PADI shows on sniff (the WAN port's peer), and returns its MTU log
+// line and the PADI's PPP-Max-Payload tag in hex ("" without one).
+func padiMaxPayload(t *testing.T, ns *nettest.NS, cfg *Config, sniff string) (line, tag string) {
+	t.Helper()
+	var sc *rawsock.Conn
+	if err := ns.Do(func() (err error) { sc, err = rawsock.Open(sniff, hdr.EtherTypePPPoEDisc); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	var mu sync.Mutex
+	logf := func(f string, a ...any) {
+		if s := fmt.Sprintf(f, a...); strings.Contains(s, "MTU") {
+			mu.Lock()
+			line = s
+			mu.Unlock()
+		}
+	}
+	var r *Router
+	if err := ns.Do(func() (err error) { r, err = Open(cfg, Ports{}, logf); return }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	buf := make([]byte, 2048)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		n, err := sc.ReadFrame(buf, time.Second)
+		if err != nil {
+			continue
+		}
+		f, err := pppoe.ParseFrame(buf[:n])
+		if err != nil {
+			continue
+		}
+		d, err := pppoe.ParseDiscovery(f.PPPoE)
+		if err != nil || d.Code != pppoe.CodePADI {
+			continue
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if v, ok := d.Tag(pppoe.TagPPPMaxPayload); ok {
+			return line, hex.EncodeToString(v)
+		}
+		return line, ""
+	}
+	t.Fatalf("no PADI on %s", sniff)
+	return "", ""
 }
