@@ -7,7 +7,9 @@
 // forwards the session's data to an upstream TAP device, so the ISP
 // namespace's kernel routes it to the Internet host (203.0.113.7), which
 // answers ping and runs a UDP echo service (port 7). Tests and
-// `pppfwd lab` share it.
+// `pppfwd lab` share it. The router is configured by Options or, as
+// `pppfwd run` is, by a configuration file's text (Options.Config);
+// the ISP's side follows Options (VLAN, MTU, the login, or no AC).
 //
 // It may import the router, pppoe, the control plane, the dataplane,
 // shaper, hdr, internal and nic, and other bench packages (the lab); only

@@ -253,6 +253,9 @@ func (l *Lab) ReplugWAN(gap time.Duration) error {
 	if err != nil {
 		return err
 	}
+	if l.AC == nil {
+		return fmt.Errorf("ReplugWAN: the lab runs without an AC (NoAC)")
+	}
 	l.acCancel()
 	<-l.acDone
 	l.acConn.Close()
@@ -278,6 +281,9 @@ func (l *Lab) ReplugWAN(gap time.Duration) error {
 		if err := e.ns.SetFeature(e.ifn, "tx", false); err != nil {
 			return err
 		}
+	}
+	if err := l.setISPMTU(); err != nil {
+		return err
 	}
 	if err := l.newAC(); err != nil {
 		return err

@@ -95,7 +95,9 @@ func (l *Lab) upstream6(ip []byte, out []*nic.Frame) {
 		}
 		l.noteDelegation(reply)
 		l.v6.buf = dhcp6.EncodeUDP6(l.v6.buf[:0], &acLL, &src, 255, dhcp6.ServerPort, dhcp6.ClientPort, reply)
-		_ = l.acp.Load().SendIPv6(uint16(l.v6.session.Load()), l.v6.buf)
+		if ac := l.acp.Load(); ac != nil {
+			_ = ac.SendIPv6(uint16(l.v6.session.Load()), l.v6.buf)
+		}
 		return
 	}
 	if hdr.IsLinkLocal6(&dst) {
@@ -150,7 +152,9 @@ func (l *Lab) fromKernel6(b []byte) {
 	if !ip.IsValid() {
 		return
 	}
-	_ = l.acp.Load().SendIPv6(uint16(l.v6.session.Load()), ip[:ip.TotalLen()])
+	if ac := l.acp.Load(); ac != nil {
+		_ = ac.SendIPv6(uint16(l.v6.session.Load()), ip[:ip.TotalLen()])
+	}
 }
 
 // WaitAddr6 waits for the LAN host to number itself in the prefix the

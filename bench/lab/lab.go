@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +66,28 @@ type Options struct {
 	LANTxChecksum bool
 	// Obs is the router's control socket, metrics and log settings (off
 	// unless set).
-	Obs  router.ObsConfig
+	Obs router.ObsConfig
+	// VLAN is the WAN link's 802.1Q VLAN: the router's wan.vlan and the
+	// one the AC serves (0: untagged).
+	VLAN uint16
+	// MTU is the router's pppoe.mtu and the largest the AC allows (0:
+	// 1492). Above 1492 (RFC 4638) the ISP's end of the WAN link and its
+	// upstream take the larger frames; the router raises its own end.
+	MTU int
+	// User and Password are the login the AC accepts and, without
+	// Config, the router's pppoe.user and pppoe.password (default "lab"
+	// and "secret").
+	User, Password string
+	// Config, if not empty, is the router's configuration file, read by
+	// router.ParseConfig as `pppfwd run` reads it, instead of the one the
+	// other Options make: it names the lab's interfaces (LANInterface,
+	// WANInterface) and lan.address (LANPrefix) itself. Of the Options
+	// above, only VLAN, MTU, User, Password and Auth apply then, to the
+	// ISP's side.
+	Config string
+	// NoAC starts the lab without the access concentrator: nothing
+	// answers the router's PADIs (l.AC is nil).
+	NoAC bool
 	Logf func(format string, args ...any)
 }
 
@@ -118,6 +140,16 @@ func Start(o Options) (_ *Lab, err error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.User == "" && o.Password == "" {
+		o.User, o.Password = "lab", "secret"
+	}
+	var fileCfg *router.Config
+	if o.Config != "" {
+		if fileCfg, err = router.ParseConfig(strings.NewReader(o.Config)); err != nil {
+			return nil, fmt.Errorf("router configuration: %w", err)
+		}
+		o.Backend, o.Workers = fileCfg.Backend, fileCfg.Workers
+	}
 	l := &Lab{lab: nettest.New(), upstream: make(chan []byte, 1024), opt: o}
 	defer func() {
 		if err != nil {
@@ -157,6 +189,9 @@ func Start(o Options) (_ *Lab, err error) {
 	if err = l.lab.Veth(WANInterface, l.Router, ISPInterface, l.ISP, o.Workers); err != nil {
 		return nil, err
 	}
+	if err = l.setISPMTU(); err != nil {
+		return nil, err
+	}
 	for _, e := range []struct {
 		ns  *nettest.NS
 		ifn string
@@ -189,29 +224,20 @@ func Start(o Options) (_ *Lab, err error) {
 	if o.Auth == "pap" {
 		l.acAuth = pppoe.AuthPAP
 	}
-	if err = l.newAC(); err != nil {
-		return nil, err
-	}
-
-	// The router: pppfwd on afpacket/afxdp ports opened inside its namespace.
-	cfg := &router.Config{Backend: o.Backend, Workers: o.Workers, Poll: o.Poll, LANInterface: "rlan", WANInterface: "rwan",
-		LANAddr: LANPrefix, PortLo: 1024, PortHi: 65535, StatsInterval: 0, PD: true}
-	if o.EchoInterval == 0 {
-		o.EchoInterval = time.Second
-	}
-	cfg.PPPoE = pppoe.ClientConfig{Username: "lab", Password: "secret", PADOWait: -1,
-		EchoInterval: o.EchoInterval, EchoFailures: o.EchoFailures}
-	if o.ShapeDown != "" {
-		if err = parseShape(cfg, o.ShapeDown); err != nil {
+	if !o.NoAC {
+		if err = l.newAC(); err != nil {
 			return nil, err
 		}
 	}
-	if o.HostTap {
-		cfg.HostTap = "pppfwd0"
+
+	// The router: pppfwd on afpacket/afxdp ports opened inside its
+	// namespace, configured by the file or by the Options.
+	cfg := fileCfg
+	if cfg == nil {
+		if cfg, err = l.config(); err != nil {
+			return nil, err
+		}
 	}
-	cfg.NAT.Forwards = o.Forwards
-	cfg.ResolvFile = o.ResolvFile
-	cfg.Obs = o.Obs
 	// Open inside the router's namespace: the ports' sockets stay there.
 	if err = l.Router.Do(func() (e error) {
 		l.R, e = router.Open(cfg, router.Ports{}, o.Logf)
@@ -219,7 +245,7 @@ func Start(o Options) (_ *Lab, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}
-	if o.HostTap {
+	if cfg.HostTap != "" {
 		if err = l.Router.AddAddr(cfg.HostTap, LANPrefix); err != nil {
 			l.R.Close()
 			return nil, err
@@ -229,11 +255,46 @@ func Start(o Options) (_ *Lab, err error) {
 	rctx, rcancel := context.WithCancel(ctx)
 	l.ctx, l.cancel, l.stopRouter = ctx, cancel, rcancel
 	l.routerDone = make(chan struct{})
-	l.runAC()
+	if l.AC != nil {
+		l.runAC()
+	}
 	l.wg.Add(1)
 	go func() { defer l.wg.Done(); l.forwardUpstream(ctx) }()
 	go func() { defer close(l.routerDone); l.routerErr = l.R.Run(rctx) }()
 	return l, nil
+}
+
+// config is the router's configuration the Options make.
+func (l *Lab) config() (*router.Config, error) {
+	o := &l.opt
+	cfg := &router.Config{Backend: o.Backend, Workers: o.Workers, Poll: o.Poll, LANInterface: "rlan", WANInterface: "rwan",
+		LANAddr: LANPrefix, PortLo: 1024, PortHi: 65535, StatsInterval: 0, PD: true}
+	if o.EchoInterval == 0 {
+		o.EchoInterval = time.Second
+	}
+	cfg.PPPoE = pppoe.ClientConfig{Username: o.User, Password: o.Password, PADOWait: -1,
+		EchoInterval: o.EchoInterval, EchoFailures: o.EchoFailures, VLAN: o.VLAN, MTU: o.MTU, Interface: WANInterface}
+	if o.ShapeDown != "" {
+		if err := parseShape(cfg, o.ShapeDown); err != nil {
+			return nil, err
+		}
+	}
+	if o.HostTap {
+		cfg.HostTap = "pppfwd0"
+	}
+	cfg.NAT.Forwards = o.Forwards
+	cfg.ResolvFile = o.ResolvFile
+	cfg.Obs = o.Obs
+	return cfg, nil
+}
+
+// setISPMTU gives the ISP's end of the WAN link the MTU of the router's
+// pppoe.mtu (RFC 4638 above 1492: the BRAS takes baby jumbo frames).
+func (l *Lab) setISPMTU() error {
+	if need := router.WANMTU(l.opt.MTU, l.opt.VLAN); need > 0 {
+		return l.ISP.SetMTU(ISPInterface, need)
+	}
+	return nil
 }
 
 // newAC opens the access concentrator's raw socket on the ISP's end of
@@ -248,7 +309,7 @@ func (l *Lab) newAC() error {
 	}
 	l.acConn = acConn
 	l.AC = pppoe.NewServer(pppoe.ServerConfig{ACName: "pppfwd-lab", Auth: l.acAuth,
-		Users:     map[string]string{"lab": "secret"},
+		Users: map[string]string{l.opt.User: l.opt.Password}, VLAN: l.opt.VLAN, MTU: l.opt.MTU,
 		LocalAddr: u32(ACAddr), PoolFirst: u32(PoolFirst), PoolLast: u32(PoolLast),
 		DNS: [2]uint32{u32(DNSAddr)}, IPv6: true, Deliver: l.toUpstream}, acConn)
 	l.acp.Store(l.AC)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -67,7 +68,7 @@ func (l *Lab) setupInternet() error {
 	l.upMAC = [6]byte(hw)
 	// The TAP stands for the BRAS's PPP side: its MTU is the session's,
 	// so the ISP's kernel fragments what it sends there for it.
-	if _, err := l.ISP.Exec("ip", "link", "set", "dev", upstreamIf, "mtu", "1492"); err != nil {
+	if _, err := l.ISP.Exec("ip", "link", "set", "dev", upstreamIf, "mtu", strconv.Itoa(max(l.opt.MTU, 1492))); err != nil {
 		return err
 	}
 	// The subscribers' pool is reached through the TAP; the AC answers ARP
@@ -223,8 +224,8 @@ func (l *Lab) fromKernel(b []byte) {
 	case hdr.EtherTypeIPv6:
 		l.fromKernel6(b)
 	case hdr.EtherTypeIPv4:
-		if [6]byte(eth.Dst()) == acMAC {
-			_ = l.acp.Load().SendIPv4(b[hdr.EthernetLen:])
+		if ac := l.acp.Load(); ac != nil && [6]byte(eth.Dst()) == acMAC {
+			_ = ac.SendIPv4(b[hdr.EthernetLen:])
 		}
 	case hdr.EtherTypeARP:
 		if len(b) < hdr.ARPLen {

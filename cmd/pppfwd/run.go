@@ -47,7 +47,8 @@ re-reads FILE and applies new shaper rates with the session up.
 Flags:
   -c, -config FILE  configuration file (default /etc/pppfwd.conf)
   -check            check FILE (syntax, keys, values) and its interfaces (they exist, differ,
-                    and hold no kernel address but link-local), then exit
+                    and hold no kernel address but link-local; the WAN MTU pppoe.mtu needs),
+                    then exit
   -v                with -check: print the effective configuration (defaults included,
                     secrets as ******, rates in bit/s)
 
@@ -109,6 +110,16 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		if ifErr != nil {
 			fmt.Fprintf(stderr, "pppfwd: %s: %s\n", conf, strings.ReplaceAll(ifErr.Error(), "\n", "\n  "))
 			return exitUsage
+		}
+		// pppoe.mtu above 1492 needs a larger WAN MTU, which pppfwd sets
+		// at start: -check says so (and when the driver cannot take it),
+		// but changes nothing.
+		if msg, bad := cfg.CheckWANMTU(); msg != "" {
+			kind := "note"
+			if bad {
+				kind = "warning"
+			}
+			fmt.Fprintf(stderr, "pppfwd: %s: %s: %s\n", kind, conf, msg)
 		}
 		if *verbose {
 			for _, l := range cfg.Describe() {

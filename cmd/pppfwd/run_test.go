@@ -157,3 +157,30 @@ func TestUsageListsEveryBench(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationRunCheckMTU: -check notes that pppoe.mtu 1500 with
+// wan.vlan 7 needs a WAN MTU of 1512, which pppfwd sets at start, and
+// the command that sets it; it changes nothing itself and still passes.
+func TestIntegrationRunCheckMTU(t *testing.T) {
+	lab := nettest.NewLab(t)
+	ns, err := lab.NewNS("chkmtu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Veth("lan0", ns, "wan0", ns, 1); err != nil {
+		t.Fatal(err)
+	}
+	file := writeConf(t, "lan.interface lan0\nwan.interface wan0\nlan.address 192.168.1.1/24\npppoe.user u\nwan.vlan 7\npppoe.mtu 1500\n")
+	var code int
+	var out, errOut string
+	if err := ns.Do(func() error { code, out, errOut = runArgs("run", "-c", file, "-check"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := "pppfwd: note: " + file + ": line 6: wan.interface wan0: MTU 1500, pppoe.mtu 1500 with wan.vlan 7 (RFC 4638) needs 1512: pppfwd raises it at start (or: ip link set dev wan0 mtu 1512)\n"
+	if code != 0 || !strings.HasSuffix(out, file+": ok\n") || errOut != want {
+		t.Fatalf("-check: exit %d\nstdout %s\nstderr %q\nwant %q", code, out, errOut, want)
+	}
+	if mtu, err := ns.Exec("cat", "/sys/class/net/wan0/mtu"); err != nil || strings.TrimSpace(mtu) != "1500" {
+		t.Fatalf("-check changed the MTU: %q %v", mtu, err)
+	}
+}

@@ -190,7 +190,7 @@ var keyTable = []keyDef{
 		v: strVal(func(c *Config) *string { return &c.PPPoE.ServiceName })},
 	{Name: "pppoe.ac_name", Allowed: "an AC-Name", Help: "accept only this access concentrator",
 		v: strVal(func(c *Config) *string { return &c.PPPoE.ACName })},
-	{Name: "pppoe.mtu", Allowed: "576..1500", Default: "1492", Help: "1500 asks for RFC 4638 baby jumbo frames (falls back to 1492)",
+	{Name: "pppoe.mtu", Allowed: "576..1500", Default: "1492", Help: "1500 asks for RFC 4638 baby jumbo frames: pppfwd raises wan.interface's MTU to 1508 (1512 with wan.vlan); falls back to 1492",
 		v: intVal{func(c *Config) *int { return &c.PPPoE.MTU }, 576, 1500, true}},
 	{Name: "pppoe.state", Allowed: "a file's path", Sample: "/var/lib/pppfwd/session", Help: "remembers the session to PADT it after a crash",
 		v: strVal(func(c *Config) *string { return &c.PPPoE.StatePath })},

@@ -73,6 +73,21 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 	if r.lan == nil && r.host == nil && cfg.HostRings() {
 		HostOffloadsOff(cfg.LANInterface, logf)
 	}
+	// RFC 4638: the WAN interface's MTU must take the larger frames
+	// before the client asks for them, and before the ports open (see
+	// raiseWANMTU). The configuration keeps pppoe.mtu as the file says
+	// (a reload must not see it changed); the client gets 1492 when the
+	// interface cannot carry more.
+	pppoeMTU := cfg.PPPoE.MTU
+	if r.wan == nil {
+		msg, ok := cfg.raiseWANMTU(sysMTU)
+		if msg != "" {
+			logf("pppfwd: %s", msg)
+		}
+		if !ok {
+			pppoeMTU = pppoeStdMTU
+		}
+	}
 	if r.lan == nil {
 		if r.lanMAC, err = ifaceMAC(cfg.LANInterface); err != nil {
 			return nil, err
@@ -175,6 +190,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		r.e.SetLAN6(l6)
 	}
 	pc := cfg.PPPoE
+	pc.MTU = pppoeMTU
 	pc.IPv6 = pc.IPv6 || cfg.IPv6()
 	pc.Logf = logf
 	r.cli = pppoe.NewClient(pc, r.traceConn(r.ctl.WANConn()), r.publish)
