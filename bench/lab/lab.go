@@ -41,7 +41,7 @@ type Options struct {
 	Workers int    // default 1
 	// Poll is the router's workers.poll (default adaptive).
 	Poll dataplane.PollMode
-	Auth string // chap (default) or pap
+	Auth string // the AC's: chap (default), pap or mschapv2
 	// Shape is the downlink shaper in tc-cake words ("" = none).
 	ShapeDown string
 	// HostTap gives the router a TAP for its own traffic, carrying the LAN
@@ -85,6 +85,9 @@ type Options struct {
 	// above, only VLAN, MTU, User, Password and Auth apply then, to the
 	// ISP's side.
 	Config string
+	// Router, if set, is a configuration read from a user's file and
+	// pointed at the lab by AdaptConfig; it takes Config's place.
+	Router *router.Config
 	// NoAC starts the lab without the access concentrator: nothing
 	// answers the router's PADIs (l.AC is nil).
 	NoAC bool
@@ -148,6 +151,9 @@ func Start(o Options) (_ *Lab, err error) {
 		if fileCfg, err = router.ParseConfig(strings.NewReader(o.Config)); err != nil {
 			return nil, fmt.Errorf("router configuration: %w", err)
 		}
+		o.Backend, o.Workers = fileCfg.Backend, fileCfg.Workers
+	} else if o.Router != nil {
+		fileCfg = o.Router
 		o.Backend, o.Workers = fileCfg.Backend, fileCfg.Workers
 	}
 	l := &Lab{lab: nettest.New(), upstream: make(chan []byte, 1024), opt: o}
@@ -221,8 +227,11 @@ func Start(o Options) (_ *Lab, err error) {
 
 	// The ISP: pppfwd's access concentrator on a raw socket.
 	l.acAuth = pppoe.AuthCHAPMD5
-	if o.Auth == "pap" {
+	switch o.Auth {
+	case "pap":
 		l.acAuth = pppoe.AuthPAP
+	case "mschapv2":
+		l.acAuth = pppoe.AuthMSCHAPv2
 	}
 	if !o.NoAC {
 		if err = l.newAC(); err != nil {

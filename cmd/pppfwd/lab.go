@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/lab"
+	"github.com/pppfwd/pppfwd/dataplane/router"
 )
 
 // labResult is what `pppfwd lab --json` prints.
@@ -48,8 +50,16 @@ func labMain(args []string, stdout, stderr io.Writer) int {
 	flows := fs.Int("flows", 64, "UDP echo flows from the LAN host")
 	verbose := fs.Bool("v", false, "log the router's control plane")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	conf := fs.String("config", "", "try this router configuration file in the lab: its VLAN, login, MTU, shaping and NAT against the lab's AC (interfaces, lan.address and files are the lab's)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "pppfwd lab: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *conf != "" {
+		return labConfig(*conf, stdout, stderr)
 	}
 	logf := func(string, ...any) {}
 	if *verbose {
@@ -135,4 +145,60 @@ func labMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// labSocket is the lab router's control socket with --config.
+const labSocket = "/run/pppfwd-lab.sock"
+
+// labConfig runs the lab with the router a user's configuration file
+// describes (lab.AdaptConfig): the router's log as `pppfwd run` would
+// write it, the LAN host's ping and UDP through the session, then what
+// `pppfwd status` says of the running router.
+func labConfig(file string, stdout, stderr io.Writer) int {
+	f, err := os.Open(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
+		return 2
+	}
+	cfg, err := router.ParseConfig(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %s: %v\n", file, err)
+		return 2
+	}
+	opt, notes := lab.AdaptConfig(cfg, labSocket)
+	fmt.Fprintf(stdout, "%s in the lab (%s):\n", file, strings.Join(notes, ", "))
+	logger := log.New(stdout, "", 0)
+	opt.Logf = logger.Printf
+	l, err := lab.Start(opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v (needs root, iproute2)\n", err)
+		return 1
+	}
+	defer l.Close()
+	if err := l.WaitUp(20 * time.Second); err != nil {
+		fmt.Fprintf(stderr, "pppfwd lab: %v\n", err)
+		return 1
+	}
+	out, err := l.Ping(lab.RemoteAddr.String(), 3)
+	if err != nil || !strings.Contains(out, " 0% packet loss") {
+		fmt.Fprintf(stderr, "pppfwd lab: ping through the session: %v\n%s", err, out)
+		return 1
+	}
+	const flows, per = 8, 20
+	got, err := l.UDPEcho(flows, per)
+	if err != nil || got != flows*per {
+		fmt.Fprintf(stderr, "pppfwd lab: UDP echo: %d of %d (%v)\n", got, flows*per, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "LAN host %s: ping %s 3/3, UDP echo %d/%d through the session\n", lab.HostAddr.Addr(), lab.RemoteAddr, got, flows*per)
+	// The status a user would see, with the LAN host's UDP echoes
+	// running (the workers publish their figures once a second).
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = l.UDPEcho(flows, 100*per) }()
+	time.Sleep(2 * time.Second)
+	fmt.Fprintf(stdout, "\n# pppfwd status -s %s\n", labSocket)
+	code := ctlMain("status", []string{"-s", labSocket}, stdout, stderr)
+	<-done
+	return code
 }

@@ -26,6 +26,8 @@ Usage:
                                       needs a restart
   pppfwd lab [flags]                  namespace lab: LAN host, pppfwd, a PPPoE ISP; ping and UDP through it,
                                       over IPv4 and IPv6 (root)
+  pppfwd lab --config FILE            try a router configuration against the lab's AC (its VLAN, login,
+                                      MTU, shaping); prints the router's log and pppfwd status (root)
   pppfwd bench pipeline [flags]       whole-pipeline benchmark over in-memory ports
   pppfwd bench nat [flags]            NAT conntrack table costs
   pppfwd bench shaper [flags]         FQ-CoDel latency under load through the pipeline
