@@ -74,13 +74,23 @@ func TestIntegrationAB(t *testing.T) {
 		for _, x := range p.p.TCP {
 			s := x.Runs[0]
 			what := fmt.Sprintf("%s: TCP %s x%d shaped %v", p.name, x.Direction, x.Streams, x.Shaped)
-			if s.Mbps <= 0 || s.Seconds < 1.5 || s.Probes == 0 || s.ProbesLost > s.Probes/2 || len(s.PerCoreBusy) != 2 || len(s.HostCoreBusy) == 0 {
+			if s.Seconds < 1.5 || s.Probes == 0 || len(s.PerCoreBusy) != 2 || len(s.HostCoreBusy) == 0 {
 				t.Errorf("%s: %+v", what, s)
 			}
-			// The shaper holds the transfer to its rate (goodput is
-			// below the wire rate it shapes).
-			if x.Shaped && s.Mbps > 1.1*2 {
-				t.Errorf("%s: %.2f Mbit/s through a 2 Mbit/s shaper", what, s.Mbps)
+			if x.Shaped {
+				// The shaper holds the transfer to its rate (goodput
+				// is below the wire rate it shapes). How much gets
+				// through a shaper the ladder just overloaded is a
+				// figure, not a pass mark.
+				if s.Mbps > 1.1*2 {
+					t.Errorf("%s: %.2f Mbit/s through a 2 Mbit/s shaper", what, s.Mbps)
+				}
+				continue
+			}
+			// Unshaped, both routers carry TCP both ways (translated,
+			// checksums intact) with the probe answered.
+			if s.Mbps <= 0 || s.ProbesLost > s.Probes/2 {
+				t.Errorf("%s: %.2f Mbit/s, %d of %d probes lost", what, s.Mbps, s.ProbesLost, s.Probes)
 			}
 		}
 	}
