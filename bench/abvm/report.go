@@ -97,6 +97,9 @@ type TCPStep struct {
 	PerCoreBusy    []float64 `json:"per_core_busy"`
 	PerCoreSoftirq []float64 `json:"per_core_softirq"`
 	HostCoreBusy   []float64 `json:"host_core_busy"`
+	// Error says why the transfer failed (iperf3's error, or killed
+	// when it outlasted its time by half a minute): Mbps is 0 then.
+	Error string `json:"error,omitempty"`
 }
 
 // TCP is one transfer's figures over the runs: medians, the goodput
@@ -114,7 +117,10 @@ type TCP struct {
 	PerCoreBusy    []float64 `json:"per_core_busy"`
 	PerCoreSoftirq []float64 `json:"per_core_softirq"`
 	HostCoreBusy   []float64 `json:"host_core_busy"`
-	Runs           []TCPStep `json:"runs"`
+	// Failed counts the runs whose transfer failed (their goodput, 0,
+	// is in the median).
+	Failed int       `json:"failed,omitempty"`
+	Runs   []TCPStep `json:"runs"`
 }
 
 // TCPRatio compares the paths on one transfer: RatioMbps is pppfwd's
@@ -298,6 +304,12 @@ func summarizeTCP(runs [][]TCPStep) []TCP {
 			return medianCores(xs)
 		}
 		mbps := f(func(s TCPStep) float64 { return s.Mbps })
+		failed := 0
+		for _, s := range at {
+			if s.Error != "" {
+				failed++
+			}
+		}
 		out = append(out, TCP{Direction: k.direction, Streams: k.streams, Shaped: k.shaped,
 			Mbps: median(mbps), MbpsMin: slices.Min(mbps), MbpsMax: slices.Max(mbps),
 			Retransmits:    median(f(func(s TCPStep) float64 { return float64(s.Retransmits) })),
@@ -306,7 +318,7 @@ func summarizeTCP(runs [][]TCPStep) []TCP {
 			PerCoreBusy:    cores(func(s TCPStep) []float64 { return s.PerCoreBusy }),
 			PerCoreSoftirq: cores(func(s TCPStep) []float64 { return s.PerCoreSoftirq }),
 			HostCoreBusy:   cores(func(s TCPStep) []float64 { return s.HostCoreBusy }),
-			Runs:           at})
+			Failed:         failed, Runs: at})
 	}
 	return out
 }
@@ -464,6 +476,9 @@ func (r *Report) writeTCP(w io.Writer) {
 			rs := ""
 			if x, ok := ratio[k]; ok && i > 0 {
 				rs = fmt.Sprintf("%.2fx Mbit/s, p99 %.2fx", x.RatioMbps, x.RatioLatencyP99)
+			}
+			if t.Failed > 0 {
+				rs = strings.TrimSpace(fmt.Sprintf("%s (%d of %d runs failed)", rs, t.Failed, len(t.Runs)))
 			}
 			line := fmt.Sprintf("%s  %-6s %8.1f %-17s %6.0f %8.2f %8.2f  %-14s %s", lead, e.name, t.Mbps,
 				fmt.Sprintf(" (%.1f-%.1f)", t.MbpsMin, t.MbpsMax), t.Retransmits, t.LatencyP50Ms, t.LatencyP99Ms, pcts(t.PerCoreBusy), rs)

@@ -261,8 +261,12 @@ func (b *bench) tcpSteps(ctx context.Context, vm *vmlab.VM, g *gen, run int, pat
 			}
 			s.Shaped = shaped
 			out = append(out, *s)
-			b.o.Progress(fmt.Sprintf("run %d/%d: %s %s TCP %s x%d: %.1f Mbit/s, %d retransmits, p50 %.1f ms, p99 %.1f ms, cores %s",
-				run+1, b.o.Runs, path, what, dir, n, s.Mbps, s.Retransmits, s.LatencyP50Ms, s.LatencyP99Ms, pcts(s.PerCoreBusy)))
+			failed := ""
+			if s.Error != "" {
+				failed = " (failed: " + s.Error + ")"
+			}
+			b.o.Progress(fmt.Sprintf("run %d/%d: %s %s TCP %s x%d: %.1f Mbit/s%s, %d retransmits, p50 %.1f ms, p99 %.1f ms, cores %s",
+				run+1, b.o.Runs, path, what, dir, n, s.Mbps, failed, s.Retransmits, s.LatencyP50Ms, s.LatencyP99Ms, pcts(s.PerCoreBusy)))
 		}
 	}
 	return out, nil
@@ -278,7 +282,7 @@ func (b *bench) tcpStep(ctx context.Context, vm *vmlab.VM, g *gen, dir string, s
 	if dir == "down" {
 		args = append(args, "-R")
 	}
-	cctx, cancel := context.WithTimeout(ctx, d+tcpOmit+time.Minute)
+	cctx, cancel := context.WithTimeout(ctx, d+tcpOmit+30*time.Second)
 	defer cancel()
 	cmd := b.ns.Command(cctx, "iperf3", args...)
 	var stdout, stderr bytes.Buffer
@@ -289,16 +293,19 @@ func (b *bench) tcpStep(ctx context.Context, vm *vmlab.VM, g *gen, dir string, s
 	smp := b.sample(ctx, vm, g, tcpOmit+tcpSettle, d-2*tcpSettle)
 	werr := cmd.Wait()
 	serr := smp.wait()
-	res, err := parseIperf3(stdout.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("iperf3 %s: %w (exit: %v; stderr: %s); relayed %d packets up, %d down so far; %s",
-			strings.Join(args, " "), err, werr, strings.TrimSpace(stderr.String()),
-			b.inet.relay.up.Load(), b.inet.relay.down.Load(), b.diagnose(vm))
-	}
 	if serr != nil {
 		return nil, fmt.Errorf("guest /proc/stat: %w", serr)
 	}
-	s := &TCPStep{Direction: dir, Streams: streams, Mbps: res.Mbps, Seconds: res.Seconds, Retransmits: res.Retransmits}
+	s := &TCPStep{Direction: dir, Streams: streams}
+	// A transfer that fails (a router that stalls it, iperf3 killed at
+	// the deadline) is a result: goodput 0 with the reason.
+	if res, err := parseIperf3(stdout.Bytes()); err != nil {
+		s.Error = fmt.Sprintf("%v (exit: %v; stderr: %s)", err, werr, strings.TrimSpace(stderr.String()))
+		b.o.Logf("iperf3 %s: %s; relayed %d packets up, %d down so far; %s", strings.Join(args, " "), s.Error,
+			b.inet.relay.up.Load(), b.inet.relay.down.Load(), b.diagnose(vm))
+	} else {
+		s.Mbps, s.Seconds, s.Retransmits = res.Mbps, res.Seconds, res.Retransmits
+	}
 	s.PerCoreBusy, s.PerCoreSoftirq, s.HostCoreBusy = smp.shares()
 	if p := smp.probe; p != nil {
 		s.Probes, s.ProbesLost = p.sent, p.lost

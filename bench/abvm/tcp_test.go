@@ -196,6 +196,9 @@ func TestTCPReport(t *testing.T) {
 	if math.Abs(up1.PerCoreBusy[0]-0.5) > 1e-9 || up1.PerCoreBusy[1] != 0.1 || up1.HostCoreBusy[1] != 0.6 {
 		t.Errorf("kernel up x1 cores %v host %v", up1.PerCoreBusy, up1.HostCoreBusy)
 	}
+	if f := summarizeTCP([][]TCPStep{{{Direction: "up", Streams: 1, Error: "killed"}}, {{Direction: "up", Streams: 1, Mbps: 3}}}); f[0].Failed != 1 || f[0].Mbps != 1.5 {
+		t.Errorf("a failed run: %+v", f[0])
+	}
 	if k.TCP[1].Streams != 4 || k.TCP[1].Mbps != 200 || k.TCP[2].Direction != "down" || !k.TCP[4].Shaped {
 		t.Errorf("order or medians: %+v", k.TCP[:5])
 	}
