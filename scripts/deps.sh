@@ -15,6 +15,8 @@ command -v ethtool >/dev/null || need+=(ethtool)
 command -v ping >/dev/null || need+=(iputils-ping)
 # strace counts an idle router's system calls (pppfwd bench idle).
 command -v strace >/dev/null || need+=(strace)
+# iperf3: the TCP step of pppfwd bench ab (bench/abvm).
+command -v iperf3 >/dev/null || need+=(iperf3)
 # Prometheus and promtool: the lab scrapes a running router (bench/lab).
 command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)
 if [ "${#need[@]}" -gt 0 ]; then

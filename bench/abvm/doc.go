@@ -25,6 +25,14 @@
 // softirq shares. The generator's and the host's other CPU shares are
 // reported so that a step limited by the host, not the router, shows.
 //
+// After each ladder the TCP step runs iperf3 through the router: the
+// client is the lab namespace's own stack on the LAN tap, the server a
+// namespace beyond the AC whose TAP stands for the AC's upstream, with a
+// relay moving the session's iperf3 segments between the WAN tap and
+// that TAP; the probe and the CPU figures cover each transfer as they
+// cover a step. pppfwd cannot switch its shaper on by reload, so it is
+// restarted shaped (a new session, the flows primed again).
+//
 // Figures are medians over runs with min and max. Under TCG absolute
 // rates mean little; the report leads with the ratios.
 //

@@ -71,3 +71,37 @@ func ipID(b []byte) (uint16, bool) {
 	}
 	return binary.BigEndian.Uint16(b[off+4:]), true
 }
+
+// pppIPv4 is PPP's protocol number of IPv4.
+const pppIPv4 = 0x0021
+
+// sessionIPv4 returns the IPv4 packet an untagged PPPoE session frame of
+// session id carries (its total length, not the frame's padding), or
+// nil when f is not one.
+func sessionIPv4(f []byte, id uint16) []byte {
+	if len(f) < hdr.EthernetLen || hdr.Ethernet(f).Type() != hdr.EtherTypePPPoESess {
+		return nil
+	}
+	p := hdr.PPPoE(f[hdr.EthernetLen:])
+	if !p.IsValid() || p.Code() != 0 || p.SessionID() != id || p.Length() < hdr.PPPLen || p.PPPProto() != pppIPv4 {
+		return nil
+	}
+	ip := hdr.IPv4(p[hdr.PPPoELen+hdr.PPPLen : hdr.PPPoELen+int(p.Length())])
+	if !ip.IsValid() {
+		return nil
+	}
+	return ip[:binary.BigEndian.Uint16(ip[2:])]
+}
+
+// appendSessionIPv4 appends to b the untagged PPPoE session frame of
+// session id from src to dst that carries ip.
+func appendSessionIPv4(b []byte, dst, src [6]byte, id uint16, ip []byte) []byte {
+	b = append(b, dst[:]...)
+	b = append(b, src[:]...)
+	b = binary.BigEndian.AppendUint16(b, hdr.EtherTypePPPoESess)
+	b = append(b, 0x11, 0)
+	b = binary.BigEndian.AppendUint16(b, id)
+	b = binary.BigEndian.AppendUint16(b, uint16(hdr.PPPLen+len(ip)))
+	b = binary.BigEndian.AppendUint16(b, pppIPv4)
+	return append(b, ip...)
+}

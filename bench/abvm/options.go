@@ -27,12 +27,35 @@ type Options struct {
 	// offered rate each), "down" (WAN to LAN only: a download, which the
 	// kernel path receives on one NIC queue) or "up".
 	Direction string
-	Workers   int    // pppfwd's workers in the VM (default: VCPUs)
-	Binary    string // the pppfwd binary copied into the VM (default: this one)
-	CacheDir  string // vmlab's image cache ("": its default)
+	// TCP adds the TCP step after each ladder: iperf3 from a LAN host to
+	// a server on the Internet side of the access concentrator, for
+	// TCPDuration (whole seconds, default 10) after a second iperf3
+	// omits, with each of TCPStreams parallel streams (default 1 and 4),
+	// as the load's Direction says: uplink (the LAN host sends) unless
+	// it is "down", downlink (iperf3 -R) unless it is "up".
+	TCP         bool
+	TCPDuration time.Duration
+	TCPStreams  []int
+	Workers     int    // pppfwd's workers in the VM (default: VCPUs)
+	Binary      string // the pppfwd binary copied into the VM (default: this one)
+	CacheDir    string // vmlab's image cache ("": its default)
 	// Progress receives one line per step; Logf details (nil: discard).
 	Progress func(string)
 	Logf     func(string, ...any)
+}
+
+// maxTCPStreams is the most parallel streams of one iperf3 transfer.
+const maxTCPStreams = 128
+
+// tcpDirections are the TCP step's transfers for the load direction.
+func tcpDirections(load string) []string {
+	switch load {
+	case "up":
+		return []string{"up"}
+	case "down":
+		return []string{"down"}
+	}
+	return []string{"up", "down"}
 }
 
 func (o *Options) defaults() error {
@@ -66,6 +89,19 @@ func (o *Options) defaults() error {
 	case "both", "down", "up":
 	default:
 		return fmt.Errorf("abvm: direction %q: allowed both, down, up", o.Direction)
+	}
+	if o.TCPDuration <= 0 {
+		o.TCPDuration = 10 * time.Second
+	}
+	// iperf3 takes whole seconds.
+	o.TCPDuration = max(o.TCPDuration.Round(time.Second), time.Second)
+	if len(o.TCPStreams) == 0 {
+		o.TCPStreams = []int{1, 4}
+	}
+	for _, n := range o.TCPStreams {
+		if n < 1 || n > maxTCPStreams {
+			return fmt.Errorf("abvm: %d TCP streams: allowed 1..%d", n, maxTCPStreams)
+		}
 	}
 	if o.Workers <= 0 {
 		o.Workers = o.VCPUs

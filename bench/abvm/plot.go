@@ -15,7 +15,9 @@ import (
 // Plot writes the report's figures into dir as PNG and SVG and returns
 // the files written: delivered against offered load for both paths, each
 // vCPU's busy share per step, and the round trip under load (p50 and
-// p99, shaped too when measured).
+// p99, shaped too when measured); with a TCP step also its goodput
+// (ab-tcp, ab-tcp-shaped) and the round trip during it (ab-tcp-latency),
+// per transfer.
 func Plot(r *Report, dir string) ([]string, error) {
 	var files []string
 	save := func(p *plot.Plot, name string) error {
@@ -119,6 +121,101 @@ func Plot(r *Report, dir string) ([]string, error) {
 		}
 	}
 	if err := save(p, "ab-latency"); err != nil {
+		return nil, err
+	}
+	if len(r.Kernel.TCP) == 0 && len(r.PPPFWD.TCP) == 0 {
+		return files, nil
+	}
+
+	// TCP: one group of bars per transfer; the goodput unshaped and
+	// shaped in figures of their own (their scales differ by the shaper).
+	keys, labels := tcpGroups(r)
+	value := func(ts []TCP, k tcpKey, get func(TCP) float64) float64 {
+		for _, t := range ts {
+			if t.key() == k {
+				return get(t)
+			}
+		}
+		return 0
+	}
+	type bar struct {
+		name string
+		c    color.Color
+		ts   []TCP
+		get  func(TCP) float64
+	}
+	bars := func(p *plot.Plot, bs []bar, shaped func(bool) bool) error {
+		var ks []tcpKey
+		var ls []string
+		for i, k := range keys {
+			if shaped(k.shaped) {
+				ks, ls = append(ks, k), append(ls, labels[i])
+			}
+		}
+		w := vg.Points(float64(min(60/len(bs), 14)))
+		for i, b := range bs {
+			var vs plotter.Values
+			for _, k := range ks {
+				vs = append(vs, value(b.ts, k, b.get))
+			}
+			bc, err := plotter.NewBarChart(vs, w)
+			if err != nil {
+				return err
+			}
+			bc.Color, bc.LineStyle.Width = b.c, 0
+			bc.Offset = w * vg.Length(float64(i)-float64(len(bs)-1)/2)
+			p.Add(bc)
+			p.Legend.Add(b.name, bc)
+		}
+		p.NominalX(ls...)
+		p.Legend.Top = true
+		p.X.Label.Text = "transfer: direction, parallel streams"
+		p.Y.Min = 0
+		return nil
+	}
+	tsub := fmt.Sprintf("iperf3 %.0f s, median of %d runs", r.TCPSeconds, r.Runs)
+	if r.Emulated {
+		tsub += ", TCG"
+	}
+	for _, f := range []struct {
+		name, what string
+		shaped     bool
+	}{{"ab-tcp", "", false}, {"ab-tcp-shaped", fmt.Sprintf(", shaped at %.1f Mbit/s", float64(r.ShapeBps)/1e6), true}} {
+		n := 0
+		for _, k := range keys {
+			if k.shaped == f.shaped {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		p = plot.New()
+		p.Title.Text = "TCP goodput (" + tsub + f.what + ")"
+		p.Y.Label.Text = "goodput, Mbit/s"
+		var gb []bar
+		for _, e := range paths {
+			gb = append(gb, bar{e.name, e.c, e.p.TCP, func(t TCP) float64 { return t.Mbps }})
+		}
+		if err := bars(p, gb, func(s bool) bool { return s == f.shaped }); err != nil {
+			return nil, err
+		}
+		if err := save(p, f.name); err != nil {
+			return nil, err
+		}
+	}
+	p = plot.New()
+	p.Title.Text = "Round trip under TCP load (" + tsub + ")"
+	p.Y.Label.Text = "round trip, ms"
+	var lb []bar
+	for _, e := range paths {
+		lb = append(lb, bar{e.name + " p99", e.c, e.p.TCP, func(t TCP) float64 { return t.LatencyP99Ms }},
+			bar{e.name + " p50", lighter(e.c), e.p.TCP, func(t TCP) float64 { return t.LatencyP50Ms }})
+	}
+	if err := bars(p, lb, func(bool) bool { return true }); err != nil {
+		return nil, err
+	}
+	if err := save(p, "ab-tcp-latency"); err != nil {
 		return nil, err
 	}
 	return files, nil

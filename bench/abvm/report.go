@@ -67,6 +67,71 @@ type Path struct {
 	// RunSteps are every run's unshaped steps, RunShaped the shaped.
 	RunSteps  [][]Step `json:"run_steps"`
 	RunShaped [][]Step `json:"run_shaped_steps,omitempty"`
+	// TCP are the iperf3 transfers through the router, one entry per
+	// shaping, direction and stream count (none with the TCP step off).
+	TCP []TCP `json:"tcp,omitempty"`
+}
+
+// TCPStep is one iperf3 transfer through the router in one run: a LAN
+// host to (up) or from (down, iperf3 -R) a server on the Internet side of
+// the access concentrator.
+type TCPStep struct {
+	Direction string `json:"direction"` // up or down
+	Streams   int    `json:"streams"`   // iperf3 -P
+	Shaped    bool   `json:"shaped"`
+	// Mbps is the goodput: what the receiver got (iperf3's
+	// end.sum_received.bits_per_second) over Seconds, the pre-test
+	// iperf3 omits (slow start) excluded. Retransmits are the sender's.
+	Mbps        float64 `json:"mbps"`
+	Seconds     float64 `json:"seconds"`
+	Retransmits int     `json:"retransmits"`
+	// The probe's round trip during the transfer (the same probe as
+	// the ladder's steps; a probe not back within a second is lost).
+	LatencyP50Ms float64 `json:"latency_p50_ms"`
+	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	LatencyMaxMs float64 `json:"latency_max_ms"`
+	Probes       int     `json:"probes"`
+	ProbesLost   int     `json:"probes_lost"`
+	// Each vCPU's busy and softirq shares and each host CPU's busy
+	// share over the measured window, as the ladder's steps have them.
+	PerCoreBusy    []float64 `json:"per_core_busy"`
+	PerCoreSoftirq []float64 `json:"per_core_softirq"`
+	HostCoreBusy   []float64 `json:"host_core_busy"`
+	// Error says why the transfer failed (iperf3's error, or killed
+	// when it outlasted its time by half a minute): Mbps is 0 then.
+	Error string `json:"error,omitempty"`
+}
+
+// TCP is one transfer's figures over the runs: medians, the goodput
+// with its min and max.
+type TCP struct {
+	Direction      string    `json:"direction"`
+	Streams        int       `json:"streams"`
+	Shaped         bool      `json:"shaped"`
+	Mbps           float64   `json:"mbps"`
+	MbpsMin        float64   `json:"mbps_min"`
+	MbpsMax        float64   `json:"mbps_max"`
+	Retransmits    float64   `json:"retransmits"`
+	LatencyP50Ms   float64   `json:"latency_p50_ms"`
+	LatencyP99Ms   float64   `json:"latency_p99_ms"`
+	PerCoreBusy    []float64 `json:"per_core_busy"`
+	PerCoreSoftirq []float64 `json:"per_core_softirq"`
+	HostCoreBusy   []float64 `json:"host_core_busy"`
+	// Failed counts the runs whose transfer failed (their goodput, 0,
+	// is in the median).
+	Failed int       `json:"failed,omitempty"`
+	Runs   []TCPStep `json:"runs"`
+}
+
+// TCPRatio compares the paths on one transfer: RatioMbps is pppfwd's
+// goodput over the kernel's, RatioLatencyP99 the kernel's p99 over
+// pppfwd's (above 1: pppfwd's is lower).
+type TCPRatio struct {
+	Direction       string  `json:"direction"`
+	Streams         int     `json:"streams"`
+	Shaped          bool    `json:"shaped"`
+	RatioMbps       float64 `json:"ratio_mbps"`
+	RatioLatencyP99 float64 `json:"ratio_latency_p99"`
 }
 
 // Report is `pppfwd bench ab`'s result.
@@ -89,11 +154,15 @@ type Report struct {
 	// RatioPPS and RatioMbps are pppfwd's over the kernel's;
 	// RatioLatencyP99 the kernel's p99 over pppfwd's under overload
 	// (above 1: pppfwd's is lower), ShapedRatioLatencyP99 when shaped.
-	RatioPPS              float64  `json:"ratio_pps"`
-	RatioMbps             float64  `json:"ratio_mbps"`
-	RatioLatencyP99       float64  `json:"ratio_latency_p99"`
-	ShapedRatioLatencyP99 float64  `json:"shaped_ratio_latency_p99,omitempty"`
-	Notes                 []string `json:"notes"`
+	RatioPPS              float64 `json:"ratio_pps"`
+	RatioMbps             float64 `json:"ratio_mbps"`
+	RatioLatencyP99       float64 `json:"ratio_latency_p99"`
+	ShapedRatioLatencyP99 float64 `json:"shaped_ratio_latency_p99,omitempty"`
+	// TCPSeconds is each iperf3 transfer's measured time (0: no TCP
+	// step), TCPRatios the paths' ratios per transfer.
+	TCPSeconds float64    `json:"tcp_seconds,omitempty"`
+	TCPRatios  []TCPRatio `json:"tcp_ratios,omitempty"`
+	Notes      []string   `json:"notes"`
 }
 
 // median returns the median of xs (0 for none).
@@ -173,6 +242,87 @@ func medianSteps(runs [][]Step) []Step {
 	return out
 }
 
+// medianCores is the per-core median of per-core shares (cores a run
+// lacks are left out of that core's median).
+func medianCores(xs [][]float64) []float64 {
+	k := 0
+	for _, x := range xs {
+		k = max(k, len(x))
+	}
+	v := make([]float64, k)
+	for c := range v {
+		var at []float64
+		for _, x := range xs {
+			if c < len(x) {
+				at = append(at, x[c])
+			}
+		}
+		v[c] = median(at)
+	}
+	return v
+}
+
+// tcpKey names one transfer of the TCP step.
+type tcpKey struct {
+	shaped    bool
+	direction string
+	streams   int
+}
+
+func (s TCPStep) key() tcpKey { return tcpKey{s.Shaped, s.Direction, s.Streams} }
+func (t TCP) key() tcpKey     { return tcpKey{t.Shaped, t.Direction, t.Streams} }
+
+// summarizeTCP merges the runs' transfers by shaping, direction and
+// stream count, in the order the first run made them.
+func summarizeTCP(runs [][]TCPStep) []TCP {
+	var keys []tcpKey
+	by := map[tcpKey][]TCPStep{}
+	for _, r := range runs {
+		for _, s := range r {
+			k := s.key()
+			if _, ok := by[k]; !ok {
+				keys = append(keys, k)
+			}
+			by[k] = append(by[k], s)
+		}
+	}
+	var out []TCP
+	for _, k := range keys {
+		at := by[k]
+		f := func(get func(TCPStep) float64) []float64 {
+			var xs []float64
+			for _, s := range at {
+				xs = append(xs, get(s))
+			}
+			return xs
+		}
+		cores := func(get func(TCPStep) []float64) []float64 {
+			var xs [][]float64
+			for _, s := range at {
+				xs = append(xs, get(s))
+			}
+			return medianCores(xs)
+		}
+		mbps := f(func(s TCPStep) float64 { return s.Mbps })
+		failed := 0
+		for _, s := range at {
+			if s.Error != "" {
+				failed++
+			}
+		}
+		out = append(out, TCP{Direction: k.direction, Streams: k.streams, Shaped: k.shaped,
+			Mbps: median(mbps), MbpsMin: slices.Min(mbps), MbpsMax: slices.Max(mbps),
+			Retransmits:    median(f(func(s TCPStep) float64 { return float64(s.Retransmits) })),
+			LatencyP50Ms:   median(f(func(s TCPStep) float64 { return s.LatencyP50Ms })),
+			LatencyP99Ms:   median(f(func(s TCPStep) float64 { return s.LatencyP99Ms })),
+			PerCoreBusy:    cores(func(s TCPStep) []float64 { return s.PerCoreBusy }),
+			PerCoreSoftirq: cores(func(s TCPStep) []float64 { return s.PerCoreSoftirq }),
+			HostCoreBusy:   cores(func(s TCPStep) []float64 { return s.HostCoreBusy }),
+			Failed:         failed, Runs: at})
+	}
+	return out
+}
+
 // summarize fills a Path from its runs' steps.
 func summarize(runs, shaped [][]Step) Path {
 	p := Path{RunSteps: runs, RunShaped: shaped, Steps: medianSteps(runs)}
@@ -222,6 +372,15 @@ func (r *Report) finish() {
 	r.RatioMbps = div(r.PPPFWD.Mbps, r.Kernel.Mbps)
 	r.RatioLatencyP99 = div(r.Kernel.LatencyP99Ms, r.PPPFWD.LatencyP99Ms)
 	r.ShapedRatioLatencyP99 = div(r.Kernel.ShapedLatencyP99Ms, r.PPPFWD.ShapedLatencyP99Ms)
+	r.TCPRatios = nil
+	for _, k := range r.Kernel.TCP {
+		for _, p := range r.PPPFWD.TCP {
+			if p.key() == k.key() {
+				r.TCPRatios = append(r.TCPRatios, TCPRatio{Direction: k.Direction, Streams: k.Streams, Shaped: k.Shaped,
+					RatioMbps: div(p.Mbps, k.Mbps), RatioLatencyP99: div(k.LatencyP99Ms, p.LatencyP99Ms)})
+			}
+		}
+	}
 }
 
 // WriteTable writes the report as text: the ratios first, then each
@@ -251,6 +410,7 @@ func (r *Report) WriteTable(w io.Writer) {
 			writeSteps(w, "shaped", e.p.ShapedSteps)
 		}
 	}
+	r.writeTCP(w)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "\nnote: %s", n)
 	}
@@ -273,4 +433,80 @@ func pcts(xs []float64) string {
 		b = append(b, fmt.Sprintf("%.0f%%", 100*x))
 	}
 	return strings.Join(b, " ")
+}
+
+// writeTCP writes the TCP section: per transfer, each path's goodput,
+// retransmits, the probe's round trip during it and the vCPUs' busy
+// shares, with pppfwd's line carrying the ratios.
+func (r *Report) writeTCP(w io.Writer) {
+	if len(r.Kernel.TCP) == 0 && len(r.PPPFWD.TCP) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nTCP through the router (iperf3 from a LAN host to the Internet side, %.0f s each; goodput received, round trip during the transfer):\n", r.TCPSeconds)
+	fmt.Fprintf(w, "  %-8s %-4s %7s  %-6s %8s %-17s %6s %8s %8s  %-14s %s\n", "", "dir", "streams", "path", "Mbit/s", " (min-max)",
+		"retr", "p50 ms", "p99 ms", "vCPU busy", "pppfwd/kernel")
+	ratio := map[tcpKey]TCPRatio{}
+	for _, x := range r.TCPRatios {
+		ratio[tcpKey{x.Shaped, x.Direction, x.Streams}] = x
+	}
+	keys, _ := tcpGroups(r)
+	for _, k := range keys {
+		what := "unshaped"
+		if k.shaped {
+			what = "shaped"
+		}
+		for i, e := range []struct {
+			name string
+			p    []TCP
+		}{{"kernel", r.Kernel.TCP}, {"pppfwd", r.PPPFWD.TCP}} {
+			lead := fmt.Sprintf("  %-8s %-4s %7d", what, k.direction, k.streams)
+			if i > 0 {
+				lead = fmt.Sprintf("  %-8s %-4s %7s", "", "", "")
+			}
+			var t *TCP
+			for j := range e.p {
+				if e.p[j].key() == k {
+					t = &e.p[j]
+				}
+			}
+			if t == nil {
+				fmt.Fprintf(w, "%s  %-6s %8s\n", lead, e.name, "-")
+				continue
+			}
+			rs := ""
+			if x, ok := ratio[k]; ok && i > 0 {
+				rs = fmt.Sprintf("%.2fx Mbit/s, p99 %.2fx", x.RatioMbps, x.RatioLatencyP99)
+			}
+			if t.Failed > 0 {
+				rs = strings.TrimSpace(fmt.Sprintf("%s (%d of %d runs failed)", rs, t.Failed, len(t.Runs)))
+			}
+			line := fmt.Sprintf("%s  %-6s %8.1f %-17s %6.0f %8.2f %8.2f  %-14s %s", lead, e.name, t.Mbps,
+				fmt.Sprintf(" (%.1f-%.1f)", t.MbpsMin, t.MbpsMax), t.Retransmits, t.LatencyP50Ms, t.LatencyP99Ms, pcts(t.PerCoreBusy), rs)
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+		}
+	}
+}
+
+// tcpGroups are the TCP transfers of both paths (the kernel's order,
+// then any only pppfwd made) and their axis labels.
+func tcpGroups(r *Report) ([]tcpKey, []string) {
+	var keys []tcpKey
+	var labels []string
+	seen := map[tcpKey]bool{}
+	for _, ts := range [][]TCP{r.Kernel.TCP, r.PPPFWD.TCP} {
+		for _, t := range ts {
+			k := t.key()
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			keys = append(keys, k)
+			l := fmt.Sprintf("%s\nx%d", k.direction, k.streams)
+			if k.shaped {
+				l = "shaped\n" + l
+			}
+			labels = append(labels, l)
+		}
+	}
+	return keys, labels
 }

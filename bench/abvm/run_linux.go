@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -63,6 +64,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
+	if o.TCP {
+		if err := checkIperf3(); err != nil {
+			return nil, err
+		}
+	}
 	lab := nettest.New()
 	defer lab.Close()
 	ns, err := lab.NewNS("ab")
@@ -73,9 +79,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	b := &bench{o: o, ns: ns}
+	if o.TCP {
+		if b.inet, err = startInet(lab); err != nil {
+			return nil, fmt.Errorf("the TCP step's Internet side: %w", err)
+		}
+		defer b.inet.close()
+	}
 	rep := &Report{Bench: "ab", Where: "vm", Emulated: true, VCPUs: o.VCPUs, Runs: o.Runs, Size: o.Size, Direction: o.Direction,
 		Flows: o.Flows, Workers: o.Workers, Backend: "afpacket"}
 	var kRuns, pRuns, kShaped, pShaped [][]Step
+	var kTCP, pTCP [][]TCPStep
 	ladders := map[string][]float64{}
 	for run := 0; run < o.Runs; run++ {
 		for _, path := range []string{"kernel", "pppfwd"} {
@@ -94,17 +107,26 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			if path == "kernel" {
 				kRuns, kShaped = append(kRuns, res.steps), appendNonNil(kShaped, res.shaped)
+				kTCP = append(kTCP, res.tcp)
 			} else {
 				pRuns, pShaped = append(pRuns, res.steps), appendNonNil(pShaped, res.shaped)
+				pTCP = append(pTCP, res.tcp)
 			}
 		}
 	}
 	rep.ShapeBps = b.shapeBps
 	rep.Kernel, rep.PPPFWD = summarize(kRuns, kShaped), summarize(pRuns, pShaped)
+	rep.Kernel.TCP, rep.PPPFWD.TCP = summarizeTCP(kTCP), summarizeTCP(pTCP)
+	if o.TCP {
+		rep.TCPSeconds = o.TCPDuration.Seconds()
+	}
 	rep.finish()
 	rep.Notes = append(rep.Notes,
 		"the router under test runs in a qemu TCG VM; the generator, the access concentrator and the probe run natively on the host side of its taps",
 		"a step whose sent_pct is below 99 or whose gen_cpu_share is near 1 was limited by the host, not the router")
+	if o.TCP {
+		rep.Notes = append(rep.Notes, "the TCP step's iperf3 client and server and the relay between the WAN tap and the server's namespace run on the host too: their CPU shows in host_core_busy")
+	}
 	return rep, nil
 }
 
@@ -116,12 +138,19 @@ func appendNonNil(xs [][]Step, s []Step) [][]Step {
 }
 
 type bench struct {
-	o        Options
-	ns       *nettest.NS
-	shapeBps uint64
+	o    Options
+	ns   *nettest.NS
+	inet *inet // the TCP step's Internet side (nil without it)
+	// relaySess is the session the TCP step's relay serves (pppfwd's
+	// changes when it restarts shaped).
+	relaySess atomic.Pointer[pppoe.SessionInfo]
+	shapeBps  uint64
 }
 
-type pathResult struct{ steps, shaped []Step }
+type pathResult struct {
+	steps, shaped []Step
+	tcp           []TCPStep // unshaped, then shaped
+}
 
 // params are the A/B settings of both paths, shaped at bps (0: off).
 func (b *bench) params(bps uint64) ab.Params {
@@ -186,7 +215,7 @@ func (b *bench) runPath(ctx context.Context, run int, path string, rates []float
 	if err := b.bringUp(ctx, vm, path); err != nil {
 		return nil, err
 	}
-	sess, err := waitSession(ctx, ac, 90*time.Second)
+	sess, err := waitSession(ctx, ac, 0, 90*time.Second)
 	if err != nil {
 		out, _ := vm.Run("tail -n 30 /var/log/messages; cat /tmp/pppfwd.log 2>/dev/null | tail -n 30")
 		return nil, fmt.Errorf("%w; guest log:\n%s", err, out)
@@ -208,6 +237,18 @@ func (b *bench) runPath(ctx context.Context, run int, path string, rates []float
 	if res.steps, err = b.ladder(ctx, vm, g, run, path, "unshaped", rates); err != nil {
 		return nil, err
 	}
+	if o.TCP {
+		if err := b.tcpLAN(); err != nil {
+			return nil, fmt.Errorf("the TCP step's LAN host: %w", err)
+		}
+		b.relaySess.Store(&sess)
+		if err := b.startRelay(actx, &wg); err != nil {
+			return nil, err
+		}
+		if res.tcp, err = b.tcpSteps(ctx, vm, g, run, path, false); err != nil {
+			return nil, err
+		}
+	}
 	if !o.Shape {
 		return res, nil
 	}
@@ -223,8 +264,27 @@ func (b *bench) runPath(ctx context.Context, run int, path string, rates []float
 			b.shapeBps = max(uint64(peak*1e6/4), ab.MinRate)
 		}
 	}
+	if path == "pppfwd" {
+		// No TCP stragglers while the flows are primed again.
+		b.relaySess.Store(nil)
+	}
 	if err := b.shape(vm, path); err != nil {
 		return nil, err
+	}
+	if path == "pppfwd" {
+		// pppfwd was restarted shaped: a new session, the flows primed
+		// again in it.
+		old := sess.ID
+		if sess, err = waitSession(ctx, ac, old, 90*time.Second); err != nil {
+			out, _ := vm.Run("tail -n 30 /tmp/pppfwd.log")
+			return nil, fmt.Errorf("shaped: %w; guest log:\n%s", err, out)
+		}
+		o.Logf("%s path shaped: session %#x, address %s", path, sess.ID, ipStr(sess.Addr))
+		g.drain()
+		if g.down, err = iobench.Prime(g.a, g.b, g.up, flows, checkUp(flows, sess), iobench.CheckDown(flows), 2*time.Second, 10); err != nil {
+			return nil, fmt.Errorf("priming the flows in the shaped session: %w", err)
+		}
+		b.relaySess.Store(&sess)
 	}
 	shapedRates := rates
 	if shapedRates == nil {
@@ -234,6 +294,13 @@ func (b *bench) runPath(ctx context.Context, run int, path string, rates []float
 	}
 	if res.shaped, err = b.ladder(ctx, vm, g, run, path, "shaped", shapedRates); err != nil {
 		return nil, err
+	}
+	if o.TCP {
+		tcp, err := b.tcpSteps(ctx, vm, g, run, path, true)
+		if err != nil {
+			return nil, err
+		}
+		res.tcp = append(res.tcp, tcp...)
 	}
 	return res, nil
 }
@@ -257,8 +324,10 @@ func (b *bench) bringUp(ctx context.Context, vm *vmlab.VM, path string) error {
 }
 
 // shape switches the running path to the shaped configuration: the
-// kernel path adds its tc shaper, pppfwd reloads a pppfwd.conf with the
-// shaper keys (SIGHUP).
+// kernel path adds its tc shaper; pppfwd, which cannot switch shaping on
+// while it runs (a reload only changes the rates), stops (ending its
+// session) and starts again with the shaped pppfwd.conf, so the caller
+// waits for the new session.
 func (b *bench) shape(vm *vmlab.VM, path string) error {
 	files, err := ab.Files("linux", b.params(b.shapeBps), "afpacket")
 	if err != nil {
@@ -273,7 +342,8 @@ func (b *bench) shape(vm *vmlab.VM, path string) error {
 	if path == "kernel" {
 		cmd = fmt.Sprintf("sh %s/tc-cake.sh || sh %s/tc-fq_codel.sh", guestShaped, guestShaped)
 	} else {
-		cmd = fmt.Sprintf("cp %s/pppfwd.conf %s/pppfwd.conf && kill -HUP $(pidof pppfwd) && sleep 1 && tail -n 5 /tmp/pppfwd.log", guestShaped, guestDir)
+		cmd = fmt.Sprintf("kill $(pidof pppfwd); i=0; while pidof pppfwd >/dev/null; do i=$((i+1)); [ $i -le 100 ] || exit 1; sleep 0.1; done; "+
+			"PPPFWD=%s sh %s/run-ab.sh pppfwd >>/tmp/pppfwd.log 2>&1 & sleep 1; tail -n 5 /tmp/pppfwd.log", guestBinary, guestShaped)
 	}
 	out, err := vm.Run(cmd)
 	if err != nil {
@@ -345,53 +415,14 @@ func (b *bench) step(ctx context.Context, vm *vmlab.VM, g *gen, rate float64) (*
 	}
 
 	// The guest's CPU and the probe cover the measured window.
-	type stat struct {
-		cpus []vmlab.CPUTimes
-		err  error
-	}
-	stats := make(chan stat, 2)
-	pctx, pcancel := context.WithCancel(ctx)
-	var probe *probeResult
-	var pwg sync.WaitGroup
-	pwg.Add(2)
-	go func() {
-		defer pwg.Done()
-		t := time.NewTimer(o.Warmup)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-pctx.Done():
-			return
-		}
-		for i := 0; i < 2; i++ {
-			c, err := vm.ProcStat(ctx)
-			stats <- stat{c, err}
-			if i == 0 {
-				select {
-				case <-time.After(o.StepDuration):
-				case <-pctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	go func() {
-		defer pwg.Done()
-		select {
-		case <-time.After(o.Warmup):
-		case <-pctx.Done():
-			return
-		}
-		probe = g.probe(pctx, o.StepDuration)
-	}()
+	smp := b.sample(ctx, vm, g, o.Warmup, o.StepDuration)
 	var ru0, ru1 syscall.Rusage
 	host0, _ := hostStat()
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	c, err := load.Run()
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	host1, _ := hostStat()
-	pwg.Wait()
-	pcancel()
+	serr := smp.wait()
 	if err != nil {
 		return nil, err
 	}
@@ -417,22 +448,86 @@ func (b *bench) step(ctx context.Context, vm *vmlab.VM, g *gen, rate float64) (*
 	s.GenCPUShare = c.GenCPU.Seconds() / wall
 	proc := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) - c.GenCPU
 	s.HostCPUShare = max(proc.Seconds(), 0) / wall
-	close(stats)
-	var snaps [][]vmlab.CPUTimes
-	for st := range stats {
-		if st.err != nil {
-			return nil, fmt.Errorf("guest /proc/stat: %w", st.err)
-		}
-		snaps = append(snaps, st.cpus)
+	if serr != nil {
+		return nil, fmt.Errorf("guest /proc/stat: %w", serr)
 	}
-	if len(snaps) == 2 {
-		s.PerCoreBusy, s.PerCoreSoftirq = coreShares(snaps[0], snaps[1])
-	}
-	if probe != nil {
-		s.Probes, s.ProbesLost = probe.sent, probe.lost
-		s.LatencyP50Ms, s.LatencyP99Ms, s.LatencyMaxMs = probe.p50, probe.p99, probe.max
+	s.PerCoreBusy, s.PerCoreSoftirq, _ = smp.shares()
+	if p := smp.probe; p != nil {
+		s.Probes, s.ProbesLost = p.sent, p.lost
+		s.LatencyP50Ms, s.LatencyP99Ms, s.LatencyMaxMs = p.p50, p.p99, p.max
 	}
 	return s, nil
+}
+
+// sampler measures a window that opens delay after it starts and lasts
+// d: the guest's and the host's /proc/stat at both ends, and the probe
+// throughout.
+type sampler struct {
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	guest, host [2][]vmlab.CPUTimes
+	err         error // the guest's /proc/stat
+	probe       *probeResult
+}
+
+func (b *bench) sample(ctx context.Context, vm *vmlab.VM, g *gen, delay, d time.Duration) *sampler {
+	s := &sampler{}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if !sleepCtx(ctx, delay) {
+			return
+		}
+		for i := range s.guest {
+			s.host[i], _ = hostStat()
+			if s.guest[i], s.err = vm.ProcStat(ctx); s.err != nil {
+				return
+			}
+			if i == 0 && !sleepCtx(ctx, d) {
+				return
+			}
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		if sleepCtx(ctx, delay) {
+			s.probe = g.probe(ctx, d)
+		}
+	}()
+	return s
+}
+
+// wait waits for the window's end and returns the guest's /proc/stat
+// error, if any.
+func (s *sampler) wait() error {
+	s.wg.Wait()
+	s.cancel()
+	return s.err
+}
+
+// shares returns each vCPU's busy and softirq shares and each host
+// CPU's busy share over the window (nil when a snapshot is missing).
+func (s *sampler) shares() (busy, softirq, host []float64) {
+	if s.guest[0] != nil && s.guest[1] != nil {
+		busy, softirq = coreShares(s.guest[0], s.guest[1])
+	}
+	if s.host[0] != nil && s.host[1] != nil {
+		host, _ = coreShares(s.host[0], s.host[1])
+	}
+	return busy, softirq, host
+}
+
+// sleepCtx sleeps d unless ctx ends first (false then).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // errStalled: the generator was descheduled for longer than a step's
@@ -501,12 +596,13 @@ func (b *bench) startAC(ctx context.Context, wg *sync.WaitGroup) (*pppoe.Server,
 	return ac, nil
 }
 
-// waitSession waits for a session whose IPCP is open.
-func waitSession(ctx context.Context, ac *pppoe.Server, d time.Duration) (pppoe.SessionInfo, error) {
+// waitSession waits for a session whose IPCP is open, other than session
+// not (0: any).
+func waitSession(ctx context.Context, ac *pppoe.Server, not uint16, d time.Duration) (pppoe.SessionInfo, error) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		for _, s := range ac.Sessions() {
-			if s.Up && s.Addr != 0 {
+			if s.Up && s.Addr != 0 && s.ID != not {
 				return s, nil
 			}
 		}
@@ -599,6 +695,22 @@ func (b *bench) openGen(flows []iobench.Flow) (*gen, error) {
 		g.probeUp = append(g.probeUp, fr)
 	}
 	return g, nil
+}
+
+// drain discards the frames the generator's ports hold unread (the TCP
+// step's, which they saw too).
+func (g *gen) drain() {
+	fs := nic.NewFrames(64)
+	for _, p := range []nic.Port{g.a, g.b} {
+		for q := 0; q < p.Queues(); q++ {
+			for {
+				n, err := p.Recv(q, fs)
+				if err != nil || n == 0 {
+					break
+				}
+			}
+		}
+	}
 }
 
 func (g *gen) close() {

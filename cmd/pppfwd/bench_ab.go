@@ -42,7 +42,8 @@ with netisr tuned; Linux pppd (rp-pppoe.so), nftables NAT and cake (or htb + fq_
 which starts either side ("sh run-ab.sh kernel", "sh run-ab.sh pppfwd").
 --where vm runs the A/B live with the router under test in the lab VM (Debian's kernel
 under qemu TCG; root, qemu): the kernel path and pppfwd one after the other, the same
-ladder of offered loads, a round-trip probe every 10 ms and each vCPU's busy share.
+ladder of offered loads, a round-trip probe every 10 ms and each vCPU's busy share,
+then TCP bulk through the router with iperf3 (--tcp-streams, 1 and 4) with the probe running.
 --where host (the router under test in namespaces on a kernel with PPPoE) is not
 implemented yet.
 

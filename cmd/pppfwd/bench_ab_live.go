@@ -27,6 +27,9 @@ type abLiveFlags struct {
 	ShapeRate                uint64
 	JSON                     bool
 	Report                   string
+	TCP                      bool
+	TCPDuration              time.Duration
+	TCPStreams               string
 }
 
 func abLiveFlagSet(fs *flag.FlagSet, l *abLiveFlags) {
@@ -40,6 +43,9 @@ func abLiveFlagSet(fs *flag.FlagSet, l *abLiveFlags) {
 	fs.StringVar(&l.Direction, "direction", "both", "live: the load: both (uplink and downlink at the offered rate each), down (a download: WAN to LAN only) or up")
 	fs.BoolVar(&l.Shaped, "shaped", true, "live: also run the ladder shaped (FQ-CoDel: cake on the kernel path, pppfwd's shaper)")
 	fs.Uint64Var(&l.ShapeRate, "shape-rate", 0, "live: the shaped steps' rate in bit/s each way (0: a quarter of the kernel path's peak Mbit/s, so that the shaper, not the router, is the bottleneck)")
+	fs.BoolVar(&l.TCP, "tcp", true, "live: after each ladder, TCP bulk through the router with iperf3 (a LAN host to a server beyond the AC; both directions with --direction both), with the probe")
+	fs.DurationVar(&l.TCPDuration, "tcp-duration", 10*time.Second, "live: each iperf3 transfer's measured time, whole seconds (after 1 s iperf3 omits)")
+	fs.StringVar(&l.TCPStreams, "tcp-streams", "1,4", "live: the iperf3 transfers' parallel streams, comma-separated")
 	fs.BoolVar(&l.JSON, "json", false, "live: print the report as one JSON object")
 	fs.StringVar(&l.Report, "report", "", "live: write ab.json, ab.txt and the plots (PNG, SVG) into this directory")
 }
@@ -54,6 +60,19 @@ func parseRates(s string) ([]float64, error) {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || v <= 0 || v > 1e8 {
 			return nil, fmt.Errorf("--rates %q: allowed: frames/s per direction, comma-separated, each 1..1e8", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseStreams reads a comma-separated list of stream counts, 1..128.
+func parseStreams(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 || v > 128 {
+			return nil, fmt.Errorf("--tcp-streams %q: allowed: stream counts, comma-separated, each 1..128", s)
 		}
 		out = append(out, v)
 	}
@@ -81,6 +100,15 @@ func benchABLive(f abFlags, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "pppfwd bench ab: --vcpus 1..16, --runs >= 1, --size 64..1500")
 		return exitUsage
 	}
+	streams, err := parseStreams(l.TCPStreams)
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd bench ab: %v\n", err)
+		return exitUsage
+	}
+	if l.TCPDuration < time.Second || l.TCPDuration%time.Second != 0 {
+		fmt.Fprintf(stderr, "pppfwd bench ab: --tcp-duration %v: allowed: whole seconds, at least 1s\n", l.TCPDuration)
+		return exitUsage
+	}
 	if f.Params.Shape.On() && l.ShapeRate == 0 {
 		l.ShapeRate = f.Params.Shape.Down
 	}
@@ -94,6 +122,7 @@ func benchABLive(f abFlags, stdout, stderr io.Writer) int {
 	defer stop()
 	rep, err := abvm.Run(ctx, abvm.Options{VCPUs: l.VCPUs, Runs: l.Runs, Size: l.Size, Flows: l.Flows, Rates: rates,
 		StepDuration: l.Duration, Warmup: l.Warmup, Direction: l.Direction, Shape: l.Shaped, ShapeBps: l.ShapeRate, Workers: f.Params.Workers,
+		TCP: l.TCP, TCPDuration: l.TCPDuration, TCPStreams: streams,
 		Progress: func(s string) { fmt.Fprintln(stderr, s) }})
 	if err != nil {
 		fmt.Fprintf(stderr, "pppfwd bench ab: %v\n", err)

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -169,9 +170,18 @@ func TestBenchABLiveArgs(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--vcpus") {
 		t.Errorf("--vcpus 0: exit %d, stderr %q", code, errOut)
 	}
+	code, _, errOut = runArgs("bench", "ab", "--where", "vm", "--tcp-streams", "1,0")
+	if code != 2 || !strings.Contains(errOut, "--tcp-streams") {
+		t.Errorf("--tcp-streams 1,0: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runArgs("bench", "ab", "--where", "vm", "--tcp-duration", "1500ms")
+	if code != 2 || !strings.Contains(errOut, "--tcp-duration") {
+		t.Errorf("--tcp-duration 1500ms: exit %d, stderr %q", code, errOut)
+	}
 	code, out, errOut = runArgs("bench", "ab", "-h")
 	if code != 0 || errOut != "" || !strings.Contains(out, "-password-file") || !strings.Contains(out, "Usage: pppfwd bench ab --where vm") ||
-		!strings.Contains(out, "pppfwd bench ab --dry-run") || !strings.Contains(out, "-vcpus") {
+		!strings.Contains(out, "pppfwd bench ab --dry-run") || !strings.Contains(out, "-vcpus") ||
+		!strings.Contains(out, "-tcp-duration") || !strings.Contains(out, "iperf3") {
 		t.Errorf("-h: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	code, _, errOut = runArgs("bench", "ab", "--dry-run", "--user", "u", "--workers", "9", "--cpus", "4")
@@ -195,6 +205,17 @@ func TestParseRates(t *testing.T) {
 	for _, bad := range []string{"0", "-5", "1,,2", "1e9", "abc"} {
 		if _, err := parseRates(bad); err == nil {
 			t.Errorf("parseRates(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseStreams(t *testing.T) {
+	if r, err := parseStreams(" 1, 4,16"); err != nil || !slices.Equal(r, []int{1, 4, 16}) {
+		t.Fatalf("parseStreams = %v, %v", r, err)
+	}
+	for _, bad := range []string{"", "0", "1,,4", "129", "x", "2.5"} {
+		if _, err := parseStreams(bad); err == nil {
+			t.Errorf("parseStreams(%q) accepted", bad)
 		}
 	}
 }

@@ -72,13 +72,20 @@ func controlFilter() []unix.SockFilter {
 // IPv4 UDP frames from or to port, untagged, plain or in a PPPoE session
 // (IPv4 headers without options): a probe's own socket beside a load.
 func OpenUDPPort(ifname string, port uint16) (*Conn, error) {
-	return open(ifname, udpPortFilter(port))
+	return open(ifname, portFilter(17, port))
 }
 
-// udpPortFilter builds the filter of OpenUDPPort: the IPv4 header at
-// 14 (EtherType IPv4) or 22 (PPPoE session, PPP protocol IPv4), protocol
-// UDP, then either port equal to port.
-func udpPortFilter(port uint16) []unix.SockFilter {
+// OpenTCPPort is OpenUDPPort for TCP: a socket that sees one TCP
+// service's segments (e.g. a benchmark's transfer) and not the load
+// beside it.
+func OpenTCPPort(ifname string, port uint16) (*Conn, error) {
+	return open(ifname, portFilter(6, port))
+}
+
+// portFilter builds the filter of OpenUDPPort and OpenTCPPort: the IPv4
+// header at 14 (EtherType IPv4) or 22 (PPPoE session, PPP protocol
+// IPv4), protocol proto, then either port equal to port.
+func portFilter(proto uint8, port uint16) []unix.SockFilter {
 	ld := func(size uint16, k uint32) unix.SockFilter {
 		return unix.SockFilter{Code: unix.BPF_LD | size | unix.BPF_ABS, K: k}
 	}
@@ -95,13 +102,13 @@ func udpPortFilter(port uint16) []unix.SockFilter {
 		{ld(unix.BPF_H, 20), 0, 0},                                           // 3
 		{jeqK(0x0021), -1, drop},                                             // 4
 		{ld(unix.BPF_B, 22+9), 0, 0},                                         // 5
-		{jeqK(17), -1, drop},                                                 // 6
+		{jeqK(uint32(proto)), -1, drop},                                      // 6
 		{ld(unix.BPF_H, 22+20), 0, 0},                                        // 7
 		{jeqK(uint32(port)), accept, -1},                                     // 8
 		{ld(unix.BPF_H, 22+22), 0, 0},                                        // 9
 		{jeqK(uint32(port)), accept, drop},                                   // 10
 		{ld(unix.BPF_B, 14+9), 0, 0},                                         // 11
-		{jeqK(17), -1, drop},                                                 // 12
+		{jeqK(uint32(proto)), -1, drop},                                      // 12
 		{ld(unix.BPF_H, 14+20), 0, 0},                                        // 13
 		{jeqK(uint32(port)), accept, -1},                                     // 14
 		{ld(unix.BPF_H, 14+22), 0, 0},                                        // 15

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,7 +187,8 @@ func TestIntegrationPPPoEControl(t *testing.T) {
 }
 
 // TestIntegrationUDPPort: the probe socket gets UDP frames from or to its
-// port, plain or in a PPPoE session, and nothing else.
+// port, plain or in a PPPoE session, and nothing else; OpenTCPPort's
+// socket the same for TCP, side by side on one interface.
 func TestIntegrationUDPPort(t *testing.T) {
 	lab := nettest.NewLab(t)
 	nsA, err := lab.NewNS("ua")
@@ -200,16 +202,31 @@ func TestIntegrationUDPPort(t *testing.T) {
 	if err := lab.Veth("uwan0", nsA, "ubras0", nsB, 1); err != nil {
 		t.Fatal(err)
 	}
-	var tx, rx *Conn
+	// Frames sent before the kernel has processed the carrier change
+	// are dropped (the device has no qdisc yet).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		out, err := nsA.Exec("ip", "link", "show", "uwan0")
+		if err == nil && strings.Contains(out, "state UP") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("uwan0 not up: %s %v", out, err)
+		}
+	}
+	var tx, udp, tcp *Conn
 	if err := nsA.Do(func() (err error) { tx, err = Open("uwan0"); return }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tx.Close() })
-	if err := nsB.Do(func() (err error) { rx, err = OpenUDPPort("ubras0", 7); return }); err != nil {
+	if err := nsB.Do(func() (err error) { udp, err = OpenUDPPort("ubras0", 7); return }); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rx.Close() })
-	rm, tm := rx.HardwareAddr(), tx.HardwareAddr()
+	t.Cleanup(func() { udp.Close() })
+	if err := nsB.Do(func() (err error) { tcp, err = OpenTCPPort("ubras0", 7); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tcp.Close() })
+	rm, tm := udp.HardwareAddr(), tx.HardwareAddr()
 	mk := func(pppoe bool, proto uint8, sport, dport uint16) []byte {
 		f := append(append([]byte{}, rm[:]...), tm[:]...)
 		if pppoe {
@@ -228,41 +245,52 @@ func TestIntegrationUDPPort(t *testing.T) {
 		}
 		return f
 	}
+	// want: which socket admits the frame (17 UDP, 6 TCP, 0 neither).
 	frames := []struct {
 		f    []byte
-		want bool
+		want uint8
 	}{
-		{mk(false, 17, 40000, 7), true},
-		{mk(false, 17, 7, 40000), true},
-		{mk(false, 17, 40000, 8), false},
-		{mk(false, 6, 40000, 7), false},
-		{mk(true, 17, 40000, 7), true},
-		{mk(true, 17, 7, 40001), true},
-		{mk(true, 17, 20000, 443), false},
-		{mk(true, 6, 7, 7), false},
+		{mk(false, 17, 40000, 7), 17},
+		{mk(false, 17, 7, 40000), 17},
+		{mk(false, 17, 40000, 8), 0},
+		{mk(false, 6, 40000, 7), 6},
+		{mk(false, 6, 7, 5201), 6},
+		{mk(false, 6, 40000, 8), 0},
+		{mk(false, 1, 7, 7), 0},
+		{mk(true, 17, 40000, 7), 17},
+		{mk(true, 17, 7, 40001), 17},
+		{mk(true, 17, 20000, 443), 0},
+		{mk(true, 6, 7, 7), 6},
+		{mk(true, 6, 5201, 7), 6},
+		{mk(true, 6, 20000, 443), 0},
 	}
 	lcp := mk(true, 17, 7, 7)
 	lcp[20], lcp[21] = 0xc0, 0x21
 	frames = append(frames, struct {
 		f    []byte
-		want bool
-	}{lcp, false})
+		want uint8
+	}{lcp, 0})
 	for _, fr := range frames {
 		if err := tx.WriteFrame(fr.f); err != nil {
 			t.Fatal(err)
 		}
 	}
 	buf := make([]byte, 2048)
-	for i, fr := range frames {
-		if !fr.want {
-			continue
+	for _, rx := range []struct {
+		proto uint8
+		c     *Conn
+	}{{17, udp}, {6, tcp}} {
+		for i, fr := range frames {
+			if fr.want != rx.proto {
+				continue
+			}
+			n, err := rx.c.ReadFrame(buf, 2*time.Second)
+			if err != nil || !bytes.Equal(buf[:n], fr.f) {
+				t.Fatalf("proto %d: frame %d: got % x (%v), want % x", rx.proto, i, buf[:n], err, fr.f)
+			}
 		}
-		n, err := rx.ReadFrame(buf, 2*time.Second)
-		if err != nil || !bytes.Equal(buf[:n], fr.f) {
-			t.Fatalf("frame %d: got % x (%v), want % x", i, buf[:n], err, fr.f)
+		if n, err := rx.c.ReadFrame(buf, 100*time.Millisecond); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("proto %d: admitted % x (%v)", rx.proto, buf[:n], err)
 		}
-	}
-	if n, err := rx.ReadFrame(buf, 100*time.Millisecond); !errors.Is(err, ErrTimeout) {
-		t.Fatalf("admitted % x (%v)", buf[:n], err)
 	}
 }

@@ -24,6 +24,9 @@ func OpenPPPoEControl(ifname string) (*Conn, error) { return Open(ifname) }
 // OpenUDPPort is not supported on this GOOS.
 func OpenUDPPort(ifname string, port uint16) (*Conn, error) { return Open(ifname) }
 
+// OpenTCPPort is not supported on this GOOS.
+func OpenTCPPort(ifname string, port uint16) (*Conn, error) { return Open(ifname) }
+
 // ReadFrame is not supported on this GOOS.
 func (c *Conn) ReadFrame(b []byte, timeout time.Duration) (int, error) {
 	return 0, nic.ErrNotSupported
