@@ -264,12 +264,24 @@ func openAuto(ifname string, cfg Config) (*Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: RX ring switch map: %w", errOwnerFanout, err)
 	}
+	// The steering program must load on its own (through the loaders
+	// tests replace) before it is built into the switch's.
 	var steer asm.Instructions
+	var alone *ebpf.Program
 	switch {
 	case cfg.FanoutWAN != nil:
 		steer = wanInsns(cfg.FanoutWAN)
+		alone, err = loadWAN(cfg.FanoutWAN)
 	case cfg.FanoutOwner != nil:
 		steer = ownerInsns(cfg.FanoutOwner)
+		alone, err = loadOwner(cfg.FanoutOwner)
+	}
+	if err != nil {
+		mode.Close()
+		return nil, err
+	}
+	if alone != nil {
+		alone.Close()
 	}
 	prog, err := newAutoProgram(steer, cfg.Queues, mode)
 	if err != nil {

@@ -99,7 +99,13 @@ func newAutoProgram(steer asm.Instructions, queues int, mode *ebpf.Map) (*ebpf.P
 		// Every exit of the steering program goes to "rxmode" instead.
 		for _, ins := range steer {
 			if ins.OpCode.JumpOp() == asm.Exit {
-				ins = asm.Ja.Label("rxmode").WithMetadata(ins.Metadata)
+				// The jump keeps the exit's symbol (a label may name
+				// it) and gets its own reference.
+				j := asm.Ja.Label("rxmode")
+				if sym := ins.Symbol(); sym != "" {
+					j = j.WithSymbol(sym)
+				}
+				ins = j
 			}
 			in = append(in, ins)
 		}

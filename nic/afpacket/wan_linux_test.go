@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
 	"github.com/pppfwd/pppfwd/internal/nettest"
@@ -194,6 +195,9 @@ func testFanoutWAN(t *testing.T, queues int, ring RxRing) {
 	if on, err := rx.FanoutOwner(); !on || err != nil {
 		t.Fatalf("FanoutOwner() = %v, %v; want the WAN program steering", on, err)
 	}
+	if got, err := rx.RxRing(); got != ring || err != nil {
+		t.Fatalf("RxRing() = %v, %v; want %v", got, err, ring)
+	}
 	tx := openIn(t, ln.R, ln.RA, Config{TxMode: TxCopy})
 	r := rand.New(rand.NewPCG(uint64(queues), 13))
 	frames := nic.NewFrames(batch)
@@ -286,6 +290,59 @@ func TestIntegrationAFPacketFanoutWANFallback(t *testing.T) {
 		})
 		if err == nil {
 			t.Errorf("%s: Open succeeded", c.name)
+		}
+	}
+}
+
+// TestIntegrationAFPacketAutoSteeringProgram: RxAuto's program built
+// around the owner or the WAN program loads, and with every queue's
+// switch on frames returns, frame for frame, the queue the steering
+// program returns (each of its exits leads to the switch), and that
+// queue plus Queues with the switch on blocks.
+func TestIntegrationAFPacketAutoSteeringProgram(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_BPF) to load and test-run BPF programs")
+	}
+	const workers = 3
+	owner := &OwnerSpec{Workers: workers, Forwards: OwnerTestForwards(workers)}
+	wan := &WANSpec{Workers: workers, Ports: WANTestPorts(workers)}
+	for _, c := range []struct {
+		name  string
+		insns func() asm.Instructions
+		gen   func(*rand.Rand) []byte
+		queue func([]byte) int
+	}{
+		{"owner", func() asm.Instructions { return ownerInsns(owner) }, GenOwnerFrame, owner.Queue},
+		{"wan", func() asm.Instructions { return wanInsns(wan) }, GenWANFrame, wan.Queue},
+	} {
+		mode, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mode.Close()
+		prog, err := newAutoProgram(c.insns(), workers, mode)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		defer prog.Close()
+		r := rand.New(rand.NewPCG(17, 19))
+		for i := 0; i < 3000; i++ {
+			blocks := uint32(i / 1500)
+			if i%1500 == 0 {
+				for q := uint32(0); q < workers; q++ {
+					if err := mode.Put(q, blocks); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			f := c.gen(r)
+			ret, err := prog.Run(&ebpf.RunOptions{Data: f})
+			if err != nil {
+				continue // a frame the kernel will not test-run
+			}
+			if want := c.queue(f) + int(blocks)*workers; int(ret) != want {
+				t.Fatalf("%s: RxAuto program = %d, want %d for\n%x", c.name, ret, want, f)
+			}
 		}
 	}
 }
