@@ -42,17 +42,6 @@ func TestSteeringHardeningInEveryMode(t *testing.T) {
 	}
 }
 
-// portOwnedBy returns the first external port at or above 1024 that
-// worker k owns.
-func portOwnedBy(e *Engine, k int) uint16 {
-	for p := 1024; p < 65536; p++ {
-		if int(e.Owner()[p]) == k {
-			return uint16(p)
-		}
-	}
-	panic("no port")
-}
-
 // TestLocalSteering: with SteerLocal, a WAN frame that arrives on its
 // owner's queue is handled there without a ring (nothing redirected,
 // nothing on any steering ring); one that arrives on another worker's
