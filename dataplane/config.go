@@ -17,7 +17,10 @@ type Config struct {
 	RingSize int // inter-core ring slots (1024)
 
 	LAN nic.Port // Queues() >= Workers; RX queue k is worker k's (RSS)
-	WAN nic.Port // Queues() >= Workers; RX queues are read by steering
+	// WAN: Queues() >= Workers. With SteerLocal, worker k reads the RX
+	// queues q with q mod Workers == k; with SteerInline and SteerThread
+	// the one steering stage reads them all.
+	WAN nic.Port
 
 	RouterMAC  [6]byte // the router's LAN MAC
 	RouterAddr uint32  // the router's LAN address
@@ -59,8 +62,9 @@ type Config struct {
 	// calling thread's CPU time in ns; the engine reports it per worker.
 	Pin       func(n int) error
 	ThreadCPU func() int64
-	// Steer selects where WAN steering runs: SteerInline (worker 0 polls
-	// the WAN between its own batches) or SteerThread (a thread of its own).
+	// Steer selects where WAN steering runs (SteerMode; the zero value,
+	// SteerAuto, is SteerLocal when the WAN port has one RX queue per
+	// worker, SteerInline otherwise).
 	Steer SteerMode
 	// SteerWait is how long steering holds WAN receive back for a worker
 	// whose ring is full before it drops that worker's frames instead
@@ -112,13 +116,52 @@ func ParsePollMode(s string) (PollMode, error) {
 	return 0, fmt.Errorf("poll policy %q: want adaptive, busy or block", s)
 }
 
-// SteerMode chooses the steering thread.
+// SteerMode chooses where WAN frames are classified and handed to
+// their owner.
 type SteerMode uint8
 
 const (
-	SteerInline SteerMode = iota
+	// SteerAuto picks SteerLocal when the WAN port has exactly one RX
+	// queue per worker, else SteerInline.
+	SteerAuto SteerMode = iota
+	// SteerInline: worker 0 reads every WAN RX queue between its own
+	// batches and hands each frame over a ring to its owner (itself
+	// included).
+	SteerInline
+	// SteerThread: as SteerInline, on a thread of its own.
 	SteerThread
+	// SteerLocal: each worker reads its own WAN RX queues (steering where
+	// frames arrive): it handles the frames it owns on its own thread,
+	// without a ring, and hands the others' to their owners over rings
+	// (counted as SteerRedirected). With a WAN port whose receive path
+	// delivers each frame to its owner's queue (afpacket's WAN fanout
+	// program), the hand-over is the fallback for frames that port could
+	// not place.
+	SteerLocal
 )
+
+// String returns the mode's word (inline, thread, local; auto).
+func (m SteerMode) String() string {
+	switch m {
+	case SteerInline:
+		return "inline"
+	case SteerThread:
+		return "thread"
+	case SteerLocal:
+		return "local"
+	}
+	return "auto"
+}
+
+// ParseSteerMode reads a mode's word (String's inverse).
+func ParseSteerMode(s string) (SteerMode, error) {
+	for _, m := range []SteerMode{SteerAuto, SteerInline, SteerThread, SteerLocal} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("steering %q: want auto, inline, thread or local", s)
+}
 
 func (c *Config) setDefaults() error {
 	if c.SteerWait == 0 {
@@ -145,6 +188,15 @@ func (c *Config) setDefaults() error {
 	if c.LAN.Queues() < c.Workers || c.WAN.Queues() < c.Workers {
 		return fmt.Errorf("dataplane: %d workers need as many queues (LAN %d, WAN %d)",
 			c.Workers, c.LAN.Queues(), c.WAN.Queues())
+	}
+	if c.Steer == SteerAuto {
+		c.Steer = SteerInline
+		if c.WAN.Queues() == c.Workers {
+			c.Steer = SteerLocal
+		}
+	}
+	if c.Steer > SteerLocal {
+		return fmt.Errorf("dataplane: steering mode %d", c.Steer)
 	}
 	if c.LANBits < 0 || c.LANBits > 32 {
 		return fmt.Errorf("dataplane: LAN prefix length %d", c.LANBits)

@@ -102,6 +102,9 @@ type Counters struct {
 	CPUNanos           uint64 // thread CPU time since start (if measured)
 	SteerPackets       uint64 // frames classified by steering on this thread
 	SteerNanos         uint64 // time spent steering on this thread
+	// SteerRedirected: WAN frames this worker's steerer (SteerLocal) handed
+	// to another worker, their owner, over a ring.
+	SteerRedirected uint64
 }
 
 // counterCell is where an owner publishes its Counters for readers.
@@ -115,7 +118,7 @@ type counterCell struct {
 	d   [detailWords]atomic.Uint64
 }
 
-const countersWords = 22 + int(numReasons)
+const countersWords = 23 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
@@ -125,8 +128,8 @@ func (c *Counters) words() [countersWords]uint64 {
 	w[11], w[12], w[13] = c.Unresolved, c.Fragments, c.NoBufferPolls
 	w[14], w[15], w[16] = c.IPv6Up, c.IPv6Down, c.NATEntries
 	w[17], w[18] = c.BytesUp, c.BytesDown
-	w[19], w[20], w[21] = c.FromHost, c.ToHost, c.CsumCompleted
-	copy(w[22:], c.Drops[:])
+	w[19], w[20], w[21], w[22] = c.FromHost, c.ToHost, c.CsumCompleted, c.SteerRedirected
+	copy(w[23:], c.Drops[:])
 	return w
 }
 
@@ -155,8 +158,8 @@ func (p *counterCell) load() Counters {
 	s.Unresolved, s.Fragments, s.NoBufferPolls = w[11], w[12], w[13]
 	s.IPv6Up, s.IPv6Down, s.NATEntries = w[14], w[15], w[16]
 	s.BytesUp, s.BytesDown = w[17], w[18]
-	s.FromHost, s.ToHost, s.CsumCompleted = w[19], w[20], w[21]
-	copy(s.Drops[:], w[22:])
+	s.FromHost, s.ToHost, s.CsumCompleted, s.SteerRedirected = w[19], w[20], w[21], w[22]
+	copy(s.Drops[:], w[23:])
 	return s
 }
 
@@ -184,6 +187,7 @@ func (c *Counters) Add(o *Counters) {
 	c.CsumCompleted += o.CsumCompleted
 	c.SteerPackets += o.SteerPackets
 	c.SteerNanos += o.SteerNanos
+	c.SteerRedirected += o.SteerRedirected
 	c.CPUNanos += o.CPUNanos
 	for i := range c.Drops {
 		c.Drops[i] += o.Drops[i]

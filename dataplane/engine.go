@@ -42,11 +42,17 @@ type Engine struct {
 	ctlWaker waker
 	bells    bool // the wakers' bells exist (made by the first Start)
 
-	steerLinks []*pipe   // steering -> worker k
+	// steerLinks[s][k]: steerer s -> worker k. One steerer (SteerInline,
+	// SteerThread) feeds every worker; with SteerLocal steerer s is worker
+	// s's, and steerLinks[s][s] is nil (it handles its own frames).
+	steerLinks [][]*pipe
 	redirect   [][]*pipe // worker i -> worker j
 	excLinks   []*pipe   // worker k -> control (LAN exceptions)
-	ctlLink    *pipe     // steering -> control (WAN control frames, rate-limited)
-	prioLink   *pipe     // steering -> control (our session's control frames)
+	// ctlLinks[s] and prioLinks[s]: steerer s -> control, WAN control
+	// frames (rate-limited) and our session's control frames. One pair
+	// per steerer keeps every link single-producer.
+	ctlLinks  []*pipe
+	prioLinks []*pipe
 	// inject[k]: control -> worker k (frames to send). Send uses one
 	// worker's link at a time (frames keep their order) and moves on when
 	// that worker stops making progress (injectStall), so no control
@@ -61,9 +67,13 @@ type Engine struct {
 	pollSeed      uint64
 	steerCounters Counters
 	steerPub      counterCell
-	steer         *steerer
-	upBucket      *shaper.Bucket
-	downBucket    *shaper.Bucket
+	// steers are the steering stages: one with SteerInline and
+	// SteerThread, one per worker with SteerLocal; steer is the first
+	// (the steering thread's with SteerThread).
+	steers     []*steerer
+	steer      *steerer
+	upBucket   *shaper.Bucket
+	downBucket *shaper.Bucket
 
 	stop    atomic.Bool
 	wg      sync.WaitGroup
@@ -103,11 +113,27 @@ func New(cfg Config) (*Engine, error) {
 	small := max(cfg.RingSize/4, 2*cfg.Batch)
 	e.wakers = make([]waker, n+1)
 	e.ctlWaker.ch = make(chan struct{}, 1)
-	e.steerLinks = make([]*pipe, n)
+	local := cfg.Steer == SteerLocal
+	nSteer := 1
+	if local {
+		nSteer = n
+	}
+	e.steerLinks = make([][]*pipe, nSteer)
+	e.ctlLinks = make([]*pipe, nSteer)
+	e.prioLinks = make([]*pipe, nSteer)
+	for s := range e.steerLinks {
+		e.steerLinks[s] = make([]*pipe, n)
+		for k := range e.steerLinks[s] {
+			if !local || s != k {
+				e.steerLinks[s][k] = newPipe(cfg.RingSize, &e.wakers[k])
+			}
+		}
+		e.ctlLinks[s] = newPipe(small, &e.ctlWaker)
+		e.prioLinks[s] = newPipe(small, &e.ctlWaker)
+	}
 	e.excLinks = make([]*pipe, n)
 	e.redirect = make([][]*pipe, n)
 	for i := 0; i < n; i++ {
-		e.steerLinks[i] = newPipe(cfg.RingSize, &e.wakers[i])
 		e.excLinks[i] = newPipe(small, &e.ctlWaker)
 		e.redirect[i] = make([]*pipe, n)
 		for j := 0; j < n; j++ {
@@ -116,15 +142,11 @@ func New(cfg Config) (*Engine, error) {
 			}
 		}
 	}
-	e.ctlLink = newPipe(small, &e.ctlWaker)
-	e.prioLink = newPipe(small, &e.ctlWaker)
 	e.inject = make([]*pipe, n)
 	for i := range e.inject {
 		e.inject[i] = newPipe(small, &e.wakers[i])
 	}
 	e.injectPool = newFramePool(2*small, 2*small)
-	e.steer = newSteerer(e, &e.steerCounters)
-	e.steer.clock = monoClock{}.Now // steering cost is real time, whatever the shaper's clock
 	e.neighbors.Store(NewNeighbors(nil))
 	e.neighbors6.Store(NewNeighbors6(nil))
 	for i := 0; i < n; i++ {
@@ -134,11 +156,36 @@ func New(cfg Config) (*Engine, error) {
 		}
 		e.workers = append(e.workers, w)
 	}
-	if cfg.Steer == SteerInline {
-		e.steer.c = &e.workers[0].c
+	if local {
+		// Worker k reads the WAN queues q with q mod n == k, from its
+		// own pool (newWorker sized it for the rings it feeds).
+		for k, w := range e.workers {
+			var qs []int
+			for q := k; q < cfg.WAN.Queues(); q += n {
+				qs = append(qs, q)
+			}
+			st := newSteerer(e, &w.c, qs, e.steerLinks[k], e.ctlLinks[k], e.prioLinks[k], w.pool, n)
+			st.self, st.rounds = w, 1
+			w.steer = st
+			e.steers = append(e.steers, st)
+		}
+		e.steer = e.steers[0]
+	} else {
+		var qs []int
+		for q := 0; q < cfg.WAN.Queues(); q++ {
+			qs = append(qs, q)
+		}
+		e.steer = newSteerer(e, &e.steerCounters, qs, e.steerLinks[0], e.ctlLinks[0], e.prioLinks[0], nil, 1)
+		e.steers = []*steerer{e.steer}
+		if cfg.Steer == SteerInline {
+			e.steer.c = &e.workers[0].c
+			e.workers[0].steer = e.steer
+		}
 	}
-	for _, w := range e.workers {
-		e.steer.seen = append(e.steer.seen, &w.fragsSeen)
+	for _, st := range e.steers {
+		for _, w := range e.workers {
+			st.seen = append(st.seen, &w.fragsSeen)
+		}
 	}
 	return e, nil
 }
@@ -441,11 +488,12 @@ const (
 func (e *Engine) PollControl(fn func(d Dir, b []byte)) int {
 	var buf [32]*nic.Frame
 	total := 0
-	poll := func(l *pipe, d Dir) {
+	// kind: each frame's Dir is in its Kind (the exception links).
+	poll := func(l *pipe, d Dir, kind bool) {
 		for {
 			n := l.Data.Pop(buf[:])
 			for _, f := range buf[:n] {
-				if l != e.ctlLink && l != e.prioLink {
+				if kind {
 					d = Dir(f.Kind)
 				}
 				fn(d, f.Data())
@@ -463,10 +511,15 @@ func (e *Engine) PollControl(fn func(d Dir, b []byte)) int {
 			}
 		}
 	}
-	poll(e.prioLink, FromWANSession)
-	poll(e.ctlLink, FromWAN)
+	// Our session's control frames first, from every steerer.
+	for _, l := range e.prioLinks {
+		poll(l, FromWANSession, false)
+	}
+	for _, l := range e.ctlLinks {
+		poll(l, FromWAN, false)
+	}
 	for _, l := range e.excLinks {
-		poll(l, FromLAN)
+		poll(l, FromLAN, true)
 	}
 	return total
 }
@@ -576,14 +629,12 @@ func (e *Engine) makeBells() {
 // Call ControlAwake after the wait.
 func (e *Engine) ControlIdle() <-chan struct{} {
 	e.ctlWaker.sleeping.Store(true)
-	if e.prioLink.Data.Len() > 0 || e.ctlLink.Data.Len() > 0 {
-		e.ctlWaker.sleeping.Store(false)
-		return nil
-	}
-	for _, l := range e.excLinks {
-		if l.Data.Len() > 0 {
-			e.ctlWaker.sleeping.Store(false)
-			return nil
+	for _, ls := range [][]*pipe{e.prioLinks, e.ctlLinks, e.excLinks} {
+		for _, l := range ls {
+			if l.Data.Len() > 0 {
+				e.ctlWaker.sleeping.Store(false)
+				return nil
+			}
 		}
 	}
 	return e.ctlWaker.ch
@@ -604,3 +655,7 @@ func raiseProcs(threads int) {
 		runtime.GOMAXPROCS(want)
 	}
 }
+
+// Steering returns the steering mode the engine runs (SteerAuto
+// resolved).
+func (e *Engine) Steering() SteerMode { return e.cfg.Steer }

@@ -57,12 +57,17 @@ type rig struct {
 	clock    *testClock
 }
 
+// rigSteer is the steering mode of the rigs newRig makes (SteerAuto:
+// SteerLocal, their WAN port having a queue per worker); inSteerModes
+// sets it to run a test in another mode.
+var rigSteer SteerMode
+
 func newRig(t testing.TB, workers int, mod func(*Config)) *rig {
 	lan := memport.New("lan", workers, 1024)
 	wan := memport.New("wan", workers, 1024)
 	clk := &testClock{t: 1}
 	cfg := Config{Workers: workers, LAN: lan, WAN: wan, RouterMAC: routerMAC,
-		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Clock: clk}
+		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Clock: clk, Steer: rigSteer}
 	if mod != nil {
 		mod(&cfg)
 	}

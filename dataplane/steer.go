@@ -105,14 +105,24 @@ func classify(b []byte, owner *[65536]uint8) (target, l3 int) {
 }
 
 // steerer moves WAN frames from the WAN port's RX queues to the owning
-// workers' rings in batches. It runs on worker 0's thread (SteerInline) or
-// a thread of its own (SteerThread); only that thread touches it.
+// workers in batches. One steerer runs on worker 0's thread (SteerInline)
+// or a thread of its own (SteerThread) and reads every WAN queue; with
+// SteerLocal each worker runs one over its own queues, hands the frames
+// it owns to its worker directly (self) and the others' over rings. Only
+// the thread running a steerer touches it.
 type steerer struct {
-	wan     nic.Port
-	owner   *[65536]uint8
-	links   []*pipe // one per worker
-	ctl     *pipe   // other control frames, rate-limited (consumer: the control goroutine)
-	prio    *pipe   // our session's control frames (consumer: the control goroutine)
+	wan    nic.Port
+	queues []int // the WAN RX queues it reads
+	owner  *[65536]uint8
+	// links[k]: to worker k; nil for self's (SteerLocal: self handles
+	// its own frames without a ring).
+	links []*pipe
+	// self is the worker running this steerer in SteerLocal mode (nil
+	// otherwise): frames it owns, and frames any worker may take, go to
+	// it directly.
+	self    *Worker
+	ctl     *pipe // other control frames, rate-limited (consumer: the control goroutine)
+	prio    *pipe // our session's control frames (consumer: the control goroutine)
 	session func() *hdr.Session
 	portErr func(nic.Port, error)
 	pool    *framePool
@@ -121,7 +131,9 @@ type steerer struct {
 	ctlOut  []*nic.Frame
 	prioOut []*nic.Frame
 	// ctlLimit bounds the control frames that are not our session's
-	// (broadcast discovery, other sessions) handed to the control plane.
+	// (broadcast discovery, other sessions) handed to the control plane;
+	// with SteerLocal each worker's steerer has an equal share of the
+	// rate and burst, so their sum stays within ctlRate.
 	ctlLimit tokenBucket
 	// fullSince[k]: when worker k's ring was first seen without room for a
 	// batch (0: it has room). Steering waits for a slow worker at most
@@ -130,37 +142,51 @@ type steerer struct {
 	fullSince []int64
 	wait      int64 // Config.SteerWait in ns (negative: never drop)
 	ringFull  []atomic.Uint64
-	batch     int
-	c         *Counters
-	clock     func() int64
-	rearm     []*nic.Frame
-	minFree   int
-	frags     fragTable   // datagram -> worker its first fragment was sent to
-	seen      []*fragSeen // per worker: datagrams the NAT let in
+	// rounds is how many batches poll takes from one queue: one per
+	// worker when one steerer feeds them all, one with SteerLocal (its
+	// worker has LAN work too).
+	rounds  int
+	batch   int
+	c       *Counters
+	clock   func() int64
+	rearm   []*nic.Frame
+	minFree int
+	frags   fragTable   // datagram -> worker its first fragment was sent to
+	seen    []*fragSeen // per worker: datagrams the NAT let in
 }
 
-func newSteerer(e *Engine, c *Counters) *steerer {
+// newSteerer returns a steerer reading queues and feeding links (links[k]
+// nil: worker k is self), sending control frames on ctl and prio. pool
+// nil gives it a pool of its own, sized to fill every ring it feeds;
+// ctlShare divides the control rate limit among steerers.
+func newSteerer(e *Engine, c *Counters, queues []int, links []*pipe, ctl, prio *pipe, pool *framePool, ctlShare int) *steerer {
 	s := &steerer{
 		wan:       e.cfg.WAN,
+		queues:    queues,
 		owner:     e.owner,
-		links:     e.steerLinks,
-		ctl:       e.ctlLink,
-		prio:      e.prioLink,
+		links:     links,
+		ctl:       ctl,
+		prio:      prio,
 		session:   e.session.Load,
 		portErr:   e.portErr,
 		wait:      int64(e.cfg.SteerWait),
-		ctlLimit:  newTokenBucket(ctlRate, ctlBurst),
-		fullSince: make([]int64, len(e.steerLinks)),
-		ringFull:  make([]atomic.Uint64, len(e.steerLinks)),
+		ctlLimit:  newTokenBucket(max(ctlRate/ctlShare, 1), max(ctlBurst/ctlShare, 1)),
+		fullSince: make([]int64, len(links)),
+		ringFull:  make([]atomic.Uint64, len(links)),
+		rounds:    len(links),
 		batch:     e.cfg.Batch,
 		c:         c,
+		clock:     steerClock,
 		rx:        make([]*nic.Frame, e.cfg.Batch),
 		rearm:     make([]*nic.Frame, e.cfg.Batch),
+		pool:      pool,
 	}
-	// Enough frames to fill every ring and the control rings, plus a batch.
-	n := (len(e.steerLinks)+2)*e.cfg.RingSize + 2*e.cfg.Batch
-	s.pool = newFramePool(n, n)
-	s.out = make([][]*nic.Frame, len(e.steerLinks))
+	if pool == nil {
+		// Enough frames to fill every ring and the control rings, plus a batch.
+		n := (len(links)+2)*e.cfg.RingSize + 2*e.cfg.Batch
+		s.pool = newFramePool(n, n)
+	}
+	s.out = make([][]*nic.Frame, len(links))
 	for i := range s.out {
 		s.out[i] = make([]*nic.Frame, 0, e.cfg.Batch)
 	}
@@ -170,10 +196,16 @@ func newSteerer(e *Engine, c *Counters) *steerer {
 	return s
 }
 
+// steerClock is steering's clock: its cost and its fragment deadlines
+// are real time, whatever the shaper's clock.
+func steerClock() int64 { return monoClock{}.Now() }
+
 // reclaim takes back the free frames workers returned.
 func (s *steerer) reclaim() {
 	for _, l := range s.links {
-		s.reclaimLink(l)
+		if l != nil {
+			s.reclaimLink(l)
+		}
 	}
 	s.reclaimLink(s.ctl)
 	s.reclaimLink(s.prio)
@@ -189,19 +221,19 @@ func (s *steerer) reclaimLink(l *pipe) {
 	}
 }
 
-// poll receives and steers at most one batch from each WAN RX queue and
-// returns the number of frames received. When a worker's ring lacks room
-// for a whole batch it leaves the frames in the NIC ring (back-pressure
-// instead of drops), for at most Config.SteerWait: a worker that stays behind
-// longer loses its own frames (counted), never the others' or the
-// session's control frames.
+// poll receives and steers at most rounds batches from each of its WAN
+// RX queues and returns the number of frames received. When a worker's
+// ring lacks room for a whole batch it leaves the frames in the NIC ring
+// (back-pressure instead of drops), for at most Config.SteerWait: a
+// worker that stays behind longer loses its own frames (counted), never
+// the others' or the session's control frames.
 func (s *steerer) poll() int {
 	s.reclaim()
 	total := 0
-	for q := 0; q < s.wan.Queues(); q++ {
+	for _, q := range s.queues {
 		// One WAN queue feeds every worker: take up to a batch per
 		// worker from it per round, so steering keeps up with all of them.
-		for i := 0; i < len(s.links); i++ {
+		for i := 0; i < s.rounds; i++ {
 			n := s.pollQueue(q)
 			if n < 0 {
 				return total
@@ -229,7 +261,7 @@ const (
 func (s *steerer) pollQueue(q int) int {
 	var now int64
 	for k, l := range s.links {
-		if l.Data.Free() >= s.minFree {
+		if l == nil || l.Data.Free() >= s.minFree {
 			s.fullSince[k] = 0
 			continue
 		}
@@ -270,6 +302,7 @@ func (s *steerer) pollQueue(q int) int {
 		switch {
 		case w >= 0:
 			s.out[w] = append(s.out[w], f)
+
 		case w == toControl:
 			switch {
 			case sessionControl(f.Data(), l3, sess):
@@ -292,8 +325,15 @@ func (s *steerer) pollQueue(q int) int {
 		}
 	}
 	for w, l := range s.links {
-		if k := s.push(l, s.out[w]); k < len(s.out[w]) {
+		if len(s.out[w]) == 0 || l == nil {
+			continue
+		}
+		k := s.push(l, s.out[w])
+		if k < len(s.out[w]) {
 			s.ringFull[w].Add(uint64(len(s.out[w]) - k))
+		}
+		if s.self != nil {
+			s.c.SteerRedirected += uint64(k)
 		}
 		s.out[w] = s.out[w][:0]
 	}
@@ -303,6 +343,13 @@ func (s *steerer) pollQueue(q int) int {
 	s.ctlOut = s.ctlOut[:0]
 	s.c.SteerPackets += uint64(got)
 	s.c.SteerNanos += uint64(s.clock() - t0)
+	if s.self != nil {
+		// Ours (SteerLocal): handled here, on this thread, without a
+		// ring, once the others' are on their way.
+		own := s.out[s.self.id]
+		s.self.takeWAN(own)
+		s.out[s.self.id] = own[:0]
+	}
 	return got
 }
 
@@ -366,9 +413,11 @@ func sessionControl(b []byte, l3 int, s *hdr.Session) bool {
 // RingFullDrops returns, per worker, the WAN frames steering dropped
 // because that worker's ring stayed full past Config.SteerWait.
 func (e *Engine) RingFullDrops() []uint64 {
-	out := make([]uint64, len(e.steer.ringFull))
-	for i := range out {
-		out[i] = e.steer.ringFull[i].Load()
+	out := make([]uint64, len(e.workers))
+	for _, s := range e.steers {
+		for i := range s.ringFull {
+			out[i] += s.ringFull[i].Load()
+		}
 	}
 	return out
 }
@@ -387,18 +436,37 @@ func steer6(b []byte, ip, workers int) int {
 // on its own (SteerThread), woken by wk.
 func (s *steerer) idler(mode PollMode, wk *waker) *idler {
 	var ports []nic.Port
-	var qs []int
-	for q := 0; q < s.wan.Queues(); q++ {
-		ports, qs = append(ports, s.wan), append(qs, q)
+	for range s.queues {
+		ports = append(ports, s.wan)
 	}
-	d := newIdler(mode, wk, ports, qs)
+	d := newIdler(mode, wk, ports, s.queues)
 	d.timedOut = s.checkLinks
 	return d
 }
 
 // checkLinks probes the WAN queues for a removed interface.
 func (s *steerer) checkLinks() {
-	for q := 0; q < s.wan.Queues(); q++ {
+	for _, q := range s.queues {
 		checkLink(s.wan, q, s.portErr)
 	}
+}
+
+// WANOwner returns the worker steering gives WAN frame b (Ethernet,
+// PPPoE session) to: the owner of its inner destination port or echo id,
+// the IPv6 flow's owner, worker 0 for IPv4 it cannot key cheaply; or -1
+// for frames that are no worker's (control, malformed, not PPPoE) and
+// for later fragments (they follow their first). A WAN receive path
+// that delivers each frame to the queue of WANOwner's worker lets every
+// worker handle its frames where they arrive (SteerLocal).
+func (e *Engine) WANOwner(b []byte) int {
+	w, l3 := classify(b, e.owner)
+	switch {
+	case w >= steerFirst:
+		return w &^ steerFirst
+	case w >= 0:
+		return w
+	case w == toIPv6:
+		return steer6(b, l3, len(e.workers))
+	}
+	return -1
 }

@@ -33,8 +33,9 @@ type Worker struct {
 	cfg   *Config
 	links workerLinks
 	sh    *shared
-	// steer is the steering stage when this worker runs it inline
-	// (worker 0, SteerInline); nil otherwise.
+	// steer is the steering stage this worker runs: every WAN queue's
+	// (worker 0, SteerInline) or its own queues' (SteerLocal); nil
+	// otherwise.
 	steer *steerer
 	// portErr reports a port's error to the engine; steerClock is
 	// steering's clock (fragsSeen deadlines are in its time).
@@ -58,7 +59,7 @@ type Worker struct {
 
 	up, down *shaper.FQCoDel[*nic.Frame]
 
-	steerOwed int
+	steerOwed []int // per steerIn link
 	redirOwed []int
 	redirOut  [][]*nic.Frame
 	excOut    []*nic.Frame
@@ -87,7 +88,7 @@ type Worker struct {
 // workerLinks are the SPSC links a worker takes frames from and hands
 // them to; it is given them at construction.
 type workerLinks struct {
-	steer    *pipe   // steering -> this worker
+	steerIn  []*pipe // the steering stages -> this worker
 	redirIn  []*pipe // [j]: worker j -> this worker (nil for itself)
 	redirOut []*pipe // [j]: this worker -> worker j (nil for itself)
 	exc      *pipe   // this worker -> the control plane
@@ -117,14 +118,17 @@ func (o downOps) Drop(f *nic.Frame) { o.w.c.Drops[DropShaper]++; o.w.pool.Put(f)
 func newWorker(e *Engine, id int) (*Worker, error) {
 	cfg := &e.cfg
 	w := &Worker{id: id, cfg: cfg, lanMask: cfg.lanMask(), sh: &e.shared,
-		portErr: e.portErr, steerClock: e.steer.clock, wk: &e.wakers[id]}
-	w.links = workerLinks{steer: e.steerLinks[id], exc: e.excLinks[id], inject: e.inject[id],
+		portErr: e.portErr, steerClock: steerClock, wk: &e.wakers[id]}
+	w.links = workerLinks{exc: e.excLinks[id], inject: e.inject[id],
 		redirIn: make([]*pipe, cfg.Workers), redirOut: e.redirect[id]}
+	for _, ls := range e.steerLinks {
+		if ls[id] != nil { // nil: its own steerer (SteerLocal)
+			w.links.steerIn = append(w.links.steerIn, ls[id])
+		}
+	}
+	w.steerOwed = make([]int, len(w.links.steerIn))
 	for j := range w.links.redirIn {
 		w.links.redirIn[j] = e.redirect[j][id] // nil for j == id
-	}
-	if id == 0 && cfg.Steer == SteerInline {
-		w.steer = e.steer
 	}
 	nc := cfg.NAT
 	nc.LANAddr, nc.LANBits = cfg.LANNet, cfg.LANBits
@@ -134,7 +138,13 @@ func newWorker(e *Engine, id int) (*Worker, error) {
 		return nil, err
 	}
 	b := cfg.Batch
-	w.pool = newFramePool(cfg.PoolFrames, cfg.PoolFrames+4*cfg.RingSize*(cfg.Workers+2))
+	frames := cfg.PoolFrames
+	if cfg.Steer == SteerLocal {
+		// Its steerer receives from this pool: enough more to fill the
+		// rings to the other workers and its control rings, plus a batch.
+		frames += (cfg.Workers-1)*cfg.RingSize + 2*e.ctlLinks[0].Data.Cap() + 2*b
+	}
+	w.pool = newFramePool(frames, frames+4*cfg.RingSize*(cfg.Workers+2))
 	w.rx = make([]*nic.Frame, b)
 	w.tmp = make([]*nic.Frame, b)
 	w.inj = make([]*nic.Frame, b)
@@ -228,11 +238,11 @@ func (w *Worker) publish(cpu0 int64, cpu bool) {
 }
 
 // idler returns the worker's idle state: it sleeps on its LAN queue, the
-// WAN queues it steers (inline steering) and its doorbell.
+// WAN queues it steers (SteerInline, SteerLocal) and its doorbell.
 func (w *Worker) idler() *idler {
 	ports, qs := []nic.Port{w.cfg.LAN}, []int{w.id}
 	if w.steer != nil {
-		for q := 0; q < w.steer.wan.Queues(); q++ {
+		for _, q := range w.steer.queues {
 			ports, qs = append(ports, w.steer.wan), append(qs, q)
 		}
 	}
@@ -242,7 +252,7 @@ func (w *Worker) idler() *idler {
 	d.timedOut = func() {
 		checkLink(w.cfg.LAN, w.id, w.portErr)
 		if w.steer != nil {
-			w.steer.checkLinks() // every WAN queue, this worker's included
+			w.steer.checkLinks() // the WAN queues it reads, this worker's included
 		} else {
 			checkLink(w.cfg.WAN, w.id, w.portErr)
 		}
@@ -265,8 +275,13 @@ func checkLink(p nic.Port, q int, portErr func(nic.Port, error)) {
 // waiting to be sent, a stall to serve (the idler looks at the ports).
 func (w *Worker) ready() bool {
 	l := &w.links
-	if l.inject.Data.Len() > 0 || l.steer.Data.Len() > 0 || len(w.lanQ)+len(w.wanQ) > 0 || w.stall.Load() != 0 {
+	if l.inject.Data.Len() > 0 || len(w.lanQ)+len(w.wanQ) > 0 || w.stall.Load() != 0 {
 		return true
+	}
+	for _, r := range l.steerIn {
+		if r.Data.Len() > 0 {
+			return true
+		}
 	}
 	for _, r := range l.redirIn {
 		if r != nil && r.Data.Len() > 0 {
@@ -301,8 +316,10 @@ func (w *Worker) nextDue() time.Duration {
 	return due
 }
 
-// step runs one iteration: steering (worker 0, inline mode), one LAN batch,
-// the frames steered to this worker, redirected frames, shapers, flush.
+// step runs one iteration: steering (worker 0 with SteerInline, every
+// worker with SteerLocal, which handles its own WAN frames there), one
+// LAN batch, the frames steered to this worker, redirected frames,
+// shapers, flush.
 // It returns the number of frames it handled.
 func (w *Worker) step() int {
 	if w.stall.Load() != 0 {
@@ -315,7 +332,7 @@ func (w *Worker) step() int {
 	w.neigh6 = w.sh.neighbors6.Load()
 	w.lan6 = w.sh.lan6.Load()
 	work := w.drainInject()
-	if w.id == 0 && w.cfg.Steer == SteerInline {
+	if w.steer != nil {
 		work += w.steer.poll()
 	}
 	// LAN RX.
@@ -335,15 +352,16 @@ func (w *Worker) step() int {
 		w.c.NoBufferPolls++
 	}
 	// WAN frames steered to us.
-	l := w.links.steer
-	got := l.Data.Pop(w.rx)
-	w.c.RxWAN += uint64(got)
-	w.touch(w.rx[:got])
-	for _, f := range w.rx[:got] {
-		w.fromWAN(f)
+	for i, l := range w.links.steerIn {
+		got := l.Data.Pop(w.rx)
+		w.c.RxWAN += uint64(got)
+		w.touch(w.rx[:got])
+		for _, f := range w.rx[:got] {
+			w.fromWAN(f)
+		}
+		w.steerOwed[i] = giveBack(l, w.pool, w.steerOwed[i]+got, w.tmp)
+		work += got
 	}
-	w.steerOwed = giveBack(l, w.pool, w.steerOwed+got, w.tmp)
-	work += got
 	// Frames other workers redirected to us.
 	for j, rl := range w.links.redirIn {
 		if rl == nil {
@@ -369,6 +387,15 @@ func (w *Worker) step() int {
 		w.nat.Expire(w.now, 256)
 	}
 	return work
+}
+
+// takeWAN handles WAN frames this worker's own steerer (SteerLocal)
+// found it owns: no ring, no other core has touched them.
+func (w *Worker) takeWAN(fs []*nic.Frame) {
+	w.c.RxWAN += uint64(len(fs))
+	for _, f := range fs {
+		w.fromWAN(f)
+	}
 }
 
 func (w *Worker) refreshSession() {

@@ -32,6 +32,16 @@ type FwdConfig struct {
 	// Tests on a busy machine raise it: a descheduled worker's redirect
 	// ring (RingSize/4) is what overflows first.
 	RingSize int
+	// UserSteer opens the WAN port without its owner program (the
+	// kernel's flow hash spreads PPPoE frames over the queues) and has
+	// worker 0 steer every WAN frame (dataplane.SteerInline): the
+	// router's fallback. Otherwise, with more than one worker, the WAN
+	// port's fanout program delivers each frame to its owner's queue and
+	// each worker steers its own (dataplane.SteerLocal).
+	UserSteer bool
+	// Steer is the engine's steering mode (StartForwarder sets it from
+	// the WAN port it opened; SteerAuto for ports given to StartEngine).
+	Steer dataplane.SteerMode
 }
 
 // Forwarder is a running pppfwd engine in R.
@@ -47,6 +57,10 @@ type Forwarder struct {
 	// LANOwner is how the LAN port delivers frames to their owners
 	// (router.PortInfo.Owner, with the reason of a hand-over).
 	LANOwner string
+	// WANOwner is how the WAN port delivers frames to their owners
+	// ("fanout-ebpf", or "hand-over: <why>"; "" with one worker or
+	// UserSteer).
+	WANOwner string
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -81,7 +95,7 @@ func StartEngine(lan, wan nic.Port, c FwdConfig) (*Forwarder, error) {
 		RouterMAC: pipeline.RouterMAC, RouterAddr: pipeline.RouterAddr,
 		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
 		Up: c.Shape, Down: c.Shape, RingSize: c.RingSize,
-		ThreadCPU: pin.ThreadCPUNanos, Poll: c.Poll,
+		ThreadCPU: pin.ThreadCPUNanos, Poll: c.Poll, Steer: c.Steer,
 	}
 	cfg.NAT.Capacity = 4*len(c.Flows) + 1024
 	if len(c.CPUs) > 0 {

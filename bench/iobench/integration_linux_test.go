@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/nic/afxdp"
@@ -93,6 +94,19 @@ func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode, tx afpacket
 		}
 		if redirected != 0 {
 			t.Fatalf("%d LAN frames handed to another worker", redirected)
+		}
+		// The WAN fanout program delivers every reply to its owner's
+		// queue, whose worker steers and handles it: none handed over.
+		if f, m := fw.WANOwner, fw.Engine.Steering(); f != "fanout-ebpf" || m != dataplane.SteerLocal {
+			t.Fatalf("WAN owner delivery %q, steering %v; want fanout-ebpf, local", f, m)
+		}
+		var wanRx, handed uint64
+		for _, w := range fw.Engine.Workers() {
+			c := w.Counters()
+			wanRx, handed = wanRx+c.RxWAN, handed+c.SteerRedirected
+		}
+		if wanRx == 0 || handed != 0 {
+			t.Fatalf("%d of %d WAN frames handed to another worker", handed, wanRx)
 		}
 	}
 	stopped = true

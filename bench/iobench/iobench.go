@@ -60,6 +60,12 @@ type Options struct {
 	LossTolerance float64
 	SearchSteps   int
 	SearchWindow  time.Duration
+	// SteerCompare adds a measurement to every round: pppfwd with the WAN
+	// frames steered in user space (FwdConfig.UserSteer: the kernel's
+	// hash fanout, worker 0 steering every WAN frame) against the
+	// reported pppfwd side, whose WAN port's program steers them to their
+	// owners (more than one worker, afpacket).
+	SteerCompare bool
 }
 
 // Side is one measurement (pppfwd or kernel).
@@ -163,6 +169,17 @@ type Result struct {
 	Floor          *Side                   `json:"floor,omitempty"`
 	FloorPerWorker []pipeline.WorkerResult `json:"floor_per_worker,omitempty"`
 	Fairness       string                  `json:"fairness"`
+	// Steer is the reported pppfwd side's steering mode ("local" or
+	// "inline") and WANFanout how its WAN port delivers frames to their
+	// owners ("fanout-ebpf" or "hand-over: <why>"). UserSteer
+	// (Options.SteerCompare) is the measurement with WAN steering in
+	// user space, SteerRatio the reported side's figure over it.
+	Steer              string                  `json:"steer,omitempty"`
+	WANFanout          string                  `json:"wan_fanout,omitempty"`
+	UserSteerPPS       float64                 `json:"user_steer_pps,omitempty"`
+	SteerRatio         float64                 `json:"steer_ratio,omitempty"`
+	UserSteer          *Side                   `json:"user_steer,omitempty"`
+	UserSteerPerWorker []pipeline.WorkerResult `json:"user_steer_per_worker,omitempty"`
 	// Rounds lists each round's figures (the best of each side is
 	// reported above).
 	Rounds []Round `json:"rounds"`
@@ -176,6 +193,9 @@ type Round struct {
 	PPPFWDGenShare float64 `json:"pppfwd_gen_cpu_share"`
 	FloorPPS       float64 `json:"floor_pps,omitempty"`
 	FloorGenShare  float64 `json:"floor_gen_cpu_share,omitempty"`
+	// UserSteer: Options.SteerCompare's measurement.
+	UserSteerPPS      float64 `json:"user_steer_pps,omitempty"`
+	UserSteerGenShare float64 `json:"user_steer_gen_cpu_share,omitempty"`
 }
 
 func (o *Options) defaults() {

@@ -75,7 +75,7 @@ const (
 // openPorts opens c.Backend's LAN port on RA and WAN port on RB inside R
 // with the router's OpenPort: the LAN port delivers frames to their
 // owner workers as the router's does.
-func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, info router.PortInfo, err error) {
+func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, info, winfo router.PortInfo, err error) {
 	ln := t.Line
 	spec := router.PortSpec{Backend: c.Backend, Queues: c.Workers, XDPMode: c.XDPMode, TxMode: c.AFPacketTx, RxRing: c.AFPacketRing,
 		Promisc: true, RxBlockSize: rxBlockSize, RxBlocks: rxBlocks}
@@ -87,8 +87,7 @@ func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, info router.PortInfo, 
 			return err
 		}
 		ws := spec
-		ws.Interface = ln.RB
-		var winfo router.PortInfo
+		ws.Interface, ws.WAN = ln.RB, !c.UserSteer
 		if wan, winfo, err = router.OpenPort(ws); err != nil {
 			lan.Close()
 			info.Undo()
@@ -99,9 +98,9 @@ func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, info router.PortInfo, 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, info, fmt.Errorf("iobench: %s ports in R: %w", c.Backend, err)
+		return nil, nil, info, winfo, fmt.Errorf("iobench: %s ports in R: %w", c.Backend, err)
 	}
-	return lan, wan, info, nil
+	return lan, wan, info, winfo, nil
 }
 
 // StartForwarder opens pppfwd's LAN port on RA and WAN port on RB inside
@@ -111,9 +110,15 @@ func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
 	if c.Workers <= 0 {
 		c.Workers = 1
 	}
-	lan, wan, info, err := t.openPorts(c)
+	lan, wan, info, winfo, err := t.openPorts(c)
 	if err != nil {
 		return nil, err
+	}
+	// As the router: local steering where the WAN port delivers frames
+	// to their owner, worker 0 steering them all otherwise.
+	c.Steer = dataplane.SteerInline
+	if c.Workers == 1 || winfo.Owner == "fanout-ebpf" {
+		c.Steer = dataplane.SteerLocal
 	}
 	fw, err := StartEngine(lan, wan, c)
 	if err != nil {
@@ -124,6 +129,9 @@ func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
 	}
 	fw.undo = info.Undo
 	fw.LANOwner = lanOwner(info)
+	if !c.UserSteer {
+		fw.WANOwner = lanOwner(winfo)
+	}
 	if c.Backend == "afxdp" {
 		fw.XDPMode = info.Mode
 	} else {
@@ -138,7 +146,7 @@ func (t *Topo) StartNull(c FwdConfig) (*NullForwarder, error) {
 	if c.Workers <= 0 {
 		c.Workers = 1
 	}
-	lan, wan, info, err := t.openPorts(c)
+	lan, wan, info, _, err := t.openPorts(c)
 	if err != nil {
 		return nil, err
 	}
@@ -359,13 +367,15 @@ func Run(o Options) (*Result, error) {
 		xdpMode   string
 		txMode    string
 		lanFanout string
+		wanFanout string
+		steer     string
 		// LAN frames the workers took from their queues, and those of
 		// them handed to another worker.
 		upRx, upRedirected uint64
 	}
-	pppfwdRound := func() (*Side, *engineFigures, error) {
+	pppfwdRound := func(userSteer bool) (*Side, *engineFigures, error) {
 		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, Poll: o.Poll,
-			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs})
+			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs, UserSteer: userSteer})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -430,7 +440,8 @@ func Run(o Options) (*Result, error) {
 		for i := range b1.workers {
 			cw, b := b1.workers[i], b0.workers[i]
 			wr := pipeline.WorkerResult{Worker: i, Packets: cw.TxLAN + cw.TxWAN - b.TxLAN - b.TxWAN,
-				CPUNs: cw.CPUNanos - b.CPUNanos, Steered: cw.SteerPackets - b.SteerPackets, Redirects: cw.Redirected - b.Redirected}
+				CPUNs: cw.CPUNanos - b.CPUNanos, Steered: cw.SteerPackets - b.SteerPackets, Redirects: cw.Redirected - b.Redirected,
+				WANRedirects: cw.SteerRedirected - b.SteerRedirected}
 			if wr.Packets > 0 {
 				wr.NsPerPkt = float64(wr.CPUNs) / float64(wr.Packets)
 			}
@@ -438,7 +449,7 @@ func Run(o Options) (*Result, error) {
 			ef.upRx += cw.RxLAN - b.RxLAN
 			ef.upRedirected += wr.Redirects
 		}
-		ef.lanFanout = fw.LANOwner
+		ef.lanFanout, ef.wanFanout, ef.steer = fw.LANOwner, fw.WANOwner, e.Steering().String()
 		return s, ef, nil
 	}
 
@@ -498,7 +509,7 @@ func Run(o Options) (*Result, error) {
 				res.Kernel = k
 			}
 		}
-		p, ef, err := pppfwdRound()
+		p, ef, err := pppfwdRound(false)
 		if err != nil {
 			return nil, err
 		}
@@ -508,6 +519,17 @@ func Run(o Options) (*Result, error) {
 			res.PerWorker, res.Drops, res.PortDrops, res.XDPMode, res.TxMode = ef.perWorker, ef.drops, ef.portDrops, ef.xdpMode, ef.txMode
 			res.LANFanout, res.UplinkFrames, res.UplinkRedirected = ef.lanFanout, ef.upRx, ef.upRedirected
 			res.UplinkRedirectedShare = share(ef.upRedirected, ef.upRx)
+			res.WANFanout, res.Steer = ef.wanFanout, ef.steer
+		}
+		if o.SteerCompare {
+			u, uf, err := pppfwdRound(true)
+			if err != nil {
+				return nil, err
+			}
+			round.UserSteerPPS, round.UserSteerGenShare = u.PPS, u.GenCPUShare
+			if res.UserSteer == nil || u.PPS > res.UserSteer.PPS {
+				res.UserSteer, res.UserSteerPerWorker = u, uf.perWorker
+			}
 		}
 		if o.Floor {
 			f, per, err := floorRound()
@@ -523,6 +545,10 @@ func Run(o Options) (*Result, error) {
 	}
 	if res.Floor != nil {
 		res.FloorPPS = res.Floor.PPS
+	}
+	if res.UserSteer != nil && res.UserSteer.PPS > 0 {
+		res.UserSteerPPS = res.UserSteer.PPS
+		res.SteerRatio = res.PPPFWD.PPS / res.UserSteer.PPS
 	}
 	res.PPPFWDPPS = res.PPPFWD.PPS
 	if res.Kernel != nil {

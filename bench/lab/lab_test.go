@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/internal/nettest"
 )
 
@@ -79,6 +80,20 @@ func TestIntegrationLab(t *testing.T) {
 			}
 			if c.TxWAN < flows*per || c.TxLAN < flows*per {
 				t.Fatalf("counters %+v", c)
+			}
+			// On afpacket the WAN port's fanout program delivers every
+			// reply to its owner's queue, and each worker steers its own:
+			// no WAN frame was handed between workers. Elsewhere worker 0
+			// steers them all.
+			wantSteer := dataplane.SteerInline
+			if backend == "afpacket" || workers == 1 {
+				wantSteer = dataplane.SteerLocal
+			}
+			if m := l.R.Engine().Steering(); m != wantSteer {
+				t.Fatalf("steering %v, want %v", m, wantSteer)
+			}
+			if wantSteer == dataplane.SteerLocal && c.SteerRedirected != 0 {
+				t.Fatalf("%d WAN frames handed to another worker; counters %+v", c.SteerRedirected, c)
 			}
 			// Datagrams larger than an MTU cross in fragments both ways.
 			if got, err := l.UDPEchoLarge(10, 3000); err != nil || got != 10 {

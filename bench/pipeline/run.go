@@ -24,6 +24,11 @@ type Options struct {
 	// FQ-CoDel runs but never throttles.
 	Shape shaper.Spec
 	Pin   bool // pin workers to CPUs
+	// Steer is where WAN frames are steered (SteerAuto: SteerLocal). With
+	// SteerLocal each WAN frame is replayed on its owner's WAN queue, as
+	// a receive path steering by owner (afpacket's WAN fanout program)
+	// places it; otherwise all on queue 0, as NICs without a PPPoE hash
+	// place them.
 	Steer dataplane.SteerMode
 	Batch int // frames per batch (0: the engine's default, 64)
 	// IPv6 replaces the traffic with IPv6 flows (routed, through the
@@ -39,6 +44,9 @@ type WorkerResult struct {
 	NsPerPkt  float64 `json:"cpu_ns_per_pkt"`
 	Steered   uint64  `json:"steered,omitempty"`
 	Redirects uint64  `json:"redirected,omitempty"`
+	// WANRedirects: WAN frames the worker's own steering (SteerLocal)
+	// handed to another worker.
+	WANRedirects uint64 `json:"wan_redirected,omitempty"`
 }
 
 // Result is the benchmark's JSON report.
@@ -48,6 +56,7 @@ type Result struct {
 	Flows         int               `json:"flows"`
 	Size          string            `json:"size"`
 	Batch         int               `json:"batch"`
+	Steer         string            `json:"steer"`
 	Shaper        bool              `json:"shaper"`
 	IPv6          bool              `json:"ipv6,omitempty"`
 	Seconds       float64           `json:"seconds"`
@@ -131,7 +140,21 @@ func Run(o Options) (*Result, error) {
 		lan.Sink(q, nil)
 		wan.Sink(q, nil)
 	}
-	wan.Replay(0, wanPkts)
+	if e.Steering() == dataplane.SteerLocal {
+		// On the queue of the worker owning each frame.
+		perQ := make([][][]byte, o.Workers)
+		for _, b := range wanPkts {
+			q := max(e.WANOwner(b), 0)
+			perQ[q] = append(perQ[q], b)
+		}
+		for q, bs := range perQ {
+			if len(bs) > 0 {
+				wan.Replay(q, bs)
+			}
+		}
+	} else {
+		wan.Replay(0, wanPkts)
+	}
 
 	before := e.Totals()
 	beforeW := perWorker(e)
@@ -153,7 +176,7 @@ func Run(o Options) (*Result, error) {
 	wall := time.Since(t0)
 	after := e.Totals()
 
-	res := &Result{Bench: "pipeline", Workers: o.Workers, Flows: o.Flows, Size: o.Size, Batch: cfg.Batch, Shaper: o.Shape.Rate != 0, IPv6: o.IPv6,
+	res := &Result{Bench: "pipeline", Workers: o.Workers, Flows: o.Flows, Size: o.Size, Batch: cfg.Batch, Steer: e.Steering().String(), Shaper: o.Shape.Rate != 0, IPv6: o.IPv6,
 		Seconds: wall.Seconds(), Drops: map[string]uint64{}}
 	res.LANToWAN = after.TxWAN - before.TxWAN
 	res.WANToLAN = after.TxLAN - before.TxLAN
@@ -167,7 +190,8 @@ func Run(o Options) (*Result, error) {
 		c := w.Counters()
 		b := beforeW[i]
 		wr := WorkerResult{Worker: i, Packets: c.TxLAN + c.TxWAN - b.TxLAN - b.TxWAN, CPUNs: c.CPUNanos,
-			Steered: c.SteerPackets - b.SteerPackets, Redirects: c.Redirected - b.Redirected}
+			Steered: c.SteerPackets - b.SteerPackets, Redirects: c.Redirected - b.Redirected,
+			WANRedirects: c.SteerRedirected - b.SteerRedirected}
 		if wr.Packets > 0 {
 			wr.NsPerPkt = float64(wr.CPUNs) / float64(wr.Packets)
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/shaper"
 )
 
@@ -66,6 +67,33 @@ func TestFlowsSpreadOverOwners(t *testing.T) {
 					t.Errorf("%d flows, %d workers: owner %d has %d flows (%v)", n, w, o, c, count)
 				}
 			}
+		}
+	}
+}
+
+// TestRunSteerModes: with local steering every WAN frame is replayed on
+// its owner's queue, so no worker hands one over and no frame is steered
+// through a ring; inline and thread steering still run, every WAN frame
+// through the steerer. Each mode is named in the result.
+func TestRunSteerModes(t *testing.T) {
+	for _, c := range []struct {
+		steer dataplane.SteerMode
+		ipv6  bool
+	}{{dataplane.SteerLocal, false}, {dataplane.SteerLocal, true}, {dataplane.SteerInline, false}, {dataplane.SteerThread, false}} {
+		r, err := Run(Options{Workers: 2, Flows: 512, Size: "64", Duration: 200 * time.Millisecond, Steer: c.steer, IPv6: c.ipv6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Steer != c.steer.String() || r.WANToLAN == 0 || len(r.Drops) != 0 {
+			t.Fatalf("steer %v, ipv6 %v: %+v", c.steer, c.ipv6, r)
+		}
+		for _, w := range r.PerWorker {
+			if c.steer == dataplane.SteerLocal && (w.WANRedirects != 0 || w.Packets == 0) {
+				t.Errorf("local, ipv6 %v: worker %d handed %d WAN frames over, moved %d packets", c.ipv6, w.Worker, w.WANRedirects, w.Packets)
+			}
+		}
+		if c.steer == dataplane.SteerInline && r.PerWorker[0].Steered == 0 {
+			t.Errorf("inline: worker 0 steered nothing: %+v", r.PerWorker)
 		}
 	}
 }

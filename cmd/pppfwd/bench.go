@@ -69,7 +69,7 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	dur := fs.Duration("duration", 5*time.Second, "measured window")
 	shape := fs.String("shape", "bandwidth 100gbit", "shaper of each direction in tc-cake words (e.g. \"bandwidth 900mbit pppoe-ptm\"), or off")
 	pinCPU := fs.Bool("pin", true, "pin workers to CPUs")
-	steer := fs.String("steer", "inline", "where WAN steering runs: inline (on worker 0) or thread")
+	steer := fs.String("steer", "local", "where WAN frames are steered: local (each worker its own WAN queue, frames replayed on their owner's), inline (worker 0 steers all, replayed on queue 0) or thread (a steering thread)")
 	batch := fs.Int("batch", 64, "frames per batch (ports, rings, stages)")
 	ipv6 := fs.Bool("ipv6", false, "IPv6 flows (routed through the firewall) instead of IPv4 (NAT)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -96,10 +96,13 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	}
 	switch *steer {
 	case "inline":
+		o.Steer = dataplane.SteerInline
 	case "thread":
 		o.Steer = dataplane.SteerThread
+	case "local":
+		o.Steer = dataplane.SteerLocal
 	default:
-		fmt.Fprintf(stderr, "pppfwd: --steer %q: want inline or thread\n", *steer)
+		fmt.Fprintf(stderr, "pppfwd: --steer %q: want local, inline or thread\n", *steer)
 		return 2
 	}
 	res, err := pipeline.Run(o)
@@ -108,11 +111,11 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return emit(stdout, stderr, *asJSON, res, func(tw io.Writer) {
-		fmt.Fprintf(tw, "workers\t%d\nflows\t%d\nsize\t%s\nshaper\t%v\nipv6\t%v\n", res.Workers, res.Flows, res.Size, res.Shaper, res.IPv6)
+		fmt.Fprintf(tw, "workers\t%d\nflows\t%d\nsize\t%s\nsteer\t%s\nshaper\t%v\nipv6\t%v\n", res.Workers, res.Flows, res.Size, res.Steer, res.Shaper, res.IPv6)
 		fmt.Fprintf(tw, "packets\t%d (LAN->WAN %d, WAN->LAN %d)\n", res.Packets, res.LANToWAN, res.WANToLAN)
 		fmt.Fprintf(tw, "Mpps (wall)\t%.3f\ncpu ns/pkt\t%.1f\nsteer ns/pkt\t%.1f\nallocs/pkt\t%.4f\n", res.Mpps, res.CPUNsPerPkt, res.SteerNsPerPkt, res.AllocsPerPkt)
 		for _, w := range res.PerWorker {
-			fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)
+			fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected, %d WAN handed over\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects, w.WANRedirects)
 		}
 		names := make([]string, 0, len(res.Drops))
 		for k := range res.Drops {

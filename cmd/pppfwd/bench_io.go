@@ -39,6 +39,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
 	lossTol := fs.Float64("loss-tolerance", 0.01, "loss fraction a measurement may have (rate search)")
 	poll := fs.String("poll", "adaptive", "pppfwd's workers' idle policy: adaptive, busy or block")
+	steerCompare := fs.Bool("steer-compare", false, "also measure pppfwd with WAN frames steered in user space (hash fanout, worker 0 steers them all) against the WAN port's owner program (afpacket, --workers 2 or more)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -49,7 +50,8 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
-		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Latency: *latency, Search: *search, LossTolerance: *lossTol, Rounds: *rounds}
+		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Latency: *latency, Search: *search, LossTolerance: *lossTol, Rounds: *rounds,
+		SteerCompare: *steerCompare}
 	var perr error
 	if o.Poll, perr = dataplane.ParsePollMode(*poll); perr != nil {
 		fmt.Fprintf(stderr, "pppfwd: --poll: %v\n", perr)
@@ -96,6 +98,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "backend\t%s %s%s\nsize\t%d\nworkers\t%d\nflows\t%d\nshaper\t%s\n", res.Backend, res.XDPMode, res.TxMode, res.Size, res.Workers, res.Flows, res.Shaper)
+	if res.Steer != "" {
+		fmt.Fprintf(tw, "steering\t%s (WAN port: %s)\n", res.Steer, res.WANFanout)
+	}
 	printSide := func(name string, s *iobench.Side) {
 		fmt.Fprintf(tw, "%s pps\t%.0f (up %.0f, down %.0f; offered %.0f; loss %.2f%%; %s-bound; fwd CPU busy %.0f%%, %.0f ns/pkt)\n",
 			name, s.PPS, s.UpPPS, s.DownPPS, s.OfferedPPS, 100*s.Loss, s.Bound, 100*s.FwdCPUBusy, s.FwdCPUNsPerPkt)
@@ -117,8 +122,15 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(tw, "floor ratio\t%.2f\n", res.FloorRatio)
 		}
 	}
+	if res.UserSteer != nil {
+		printSide("user-steered", res.UserSteer)
+		fmt.Fprintf(tw, "steer ratio\t%.2f (owner program over user-space steering)\n", res.SteerRatio)
+	}
 	for _, w := range res.PerWorker {
-		fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)
+		fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected, %d WAN handed over\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects, w.WANRedirects)
+	}
+	for _, w := range res.UserSteerPerWorker {
+		fmt.Fprintf(tw, "user-steered worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects)
 	}
 	for _, w := range res.FloorPerWorker {
 		fmt.Fprintf(tw, "floor thread %d\t%d pkts, %.1f cpu ns/pkt\n", w.Worker, w.Packets, w.NsPerPkt)
@@ -138,6 +150,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 			i, r.KernelPPS, r.KernelGenShare, r.PPPFWDPPS, r.PPPFWDGenShare)
 		if res.Floor != nil {
 			fmt.Fprintf(tw, ", floor %.0f pps (%.2f)", r.FloorPPS, r.FloorGenShare)
+		}
+		if res.UserSteer != nil {
+			fmt.Fprintf(tw, ", user-steered %.0f pps (%.2f)", r.UserSteerPPS, r.UserSteerGenShare)
 		}
 		fmt.Fprintln(tw)
 	}

@@ -26,7 +26,15 @@ type PortSpec struct {
 	// the owner. Otherwise frames arrive by the NIC's RSS hash and the
 	// workers hand the others' flows over (Engine counts them as
 	// redirected).
-	LAN      bool
+	LAN bool
+	// WAN asks for the WAN port's owner delivery: each PPPoE frame goes
+	// to the queue of the worker owning its flow (the owner of its
+	// destination port, Forwards at their Worker; IPv6 by the address
+	// pair), so that every worker steers and handles its own frames
+	// (dataplane.SteerLocal). Afpacket does it with its WAN fanout
+	// program; elsewhere NICs cannot hash PPPoE and frames arrive
+	// unsorted (PortInfo.Owner "hand-over").
+	WAN      bool
 	Forwards []nat.Forward // with Worker set (nat.AssignForwards)
 	// EtherTypes the afxdp program hands to pppfwd (the rest go to the
 	// kernel); nil: all.
@@ -43,9 +51,9 @@ type PortSpec struct {
 type PortInfo struct {
 	// Mode is the XDP attach mode (afxdp) or the TX mode (afpacket).
 	Mode string
-	// Owner says how LAN frames reach their owner worker: "fanout-ebpf"
-	// (afpacket's program), "nic-rules" (flow-steering rules), or
-	// "hand-over" with the reason in OwnerErr.
+	// Owner says how LAN (or, with PortSpec.WAN, WAN) frames reach their
+	// owner worker: "fanout-ebpf" (afpacket's program), "nic-rules"
+	// (flow-steering rules), or "hand-over" with the reason in OwnerErr.
 	Owner    string
 	OwnerErr error
 	// RingErr says why an afpacket port asked for afpacket.RxAuto uses
@@ -79,6 +87,9 @@ func OpenPort(s PortSpec) (nic.Port, PortInfo, error) {
 		if err != nil {
 			return nil, info, err
 		}
+		if s.WAN && s.Queues > 1 {
+			info.Owner, info.OwnerErr = "hand-over", fmt.Errorf("%s cannot steer PPPoE frames by owner", s.Backend)
+		}
 		if owned {
 			info.Owner = "nic-rules"
 			rules, err := ethtool.PortPairRules(s.Queues, ownerRules(s.Forwards))
@@ -102,6 +113,10 @@ func OpenPort(s PortSpec) (nic.Port, PortInfo, error) {
 					afpacket.OwnerForward{Proto: f.Proto, Addr: f.LANAddr, Port: f.LANPort, Queue: f.Worker})
 			}
 		}
+		wanOwned := s.WAN && !s.LAN && s.Queues > 1
+		if wanOwned {
+			c.FanoutWAN = wanSpec(s.Queues, s.Forwards)
+		}
 		p, err := afpacket.Open(s.Interface, c)
 		if err != nil {
 			return nil, info, err
@@ -110,7 +125,7 @@ func OpenPort(s PortSpec) (nic.Port, PortInfo, error) {
 		if s.RxRing == afpacket.RxAuto {
 			_, info.RingErr = p.RxRing()
 		}
-		if owned {
+		if owned || wanOwned {
 			info.Owner = "fanout-ebpf"
 			if _, err := p.FanoutOwner(); err != nil {
 				info.Owner, info.OwnerErr = "hand-over", err
@@ -119,6 +134,19 @@ func OpenPort(s PortSpec) (nic.Port, PortInfo, error) {
 		return p, info, nil
 	}
 	return nil, info, fmt.Errorf("backend %q: want afpacket, afxdp or netmap", s.Backend)
+}
+
+// wanSpec is the WAN fanout function for the engine's owners: PortQueue
+// of the external port (nat.PortOwner), except for forwards the engine
+// assigned elsewhere (fwds with Worker set).
+func wanSpec(workers int, fwds []nat.Forward) *afpacket.WANSpec {
+	s := &afpacket.WANSpec{Workers: workers}
+	for _, f := range fwds {
+		if f.Worker != afpacket.PortQueue(f.ExtPort, workers) {
+			s.Ports = append(s.Ports, afpacket.WANPort{Port: f.ExtPort, Queue: f.Worker})
+		}
+	}
+	return s
 }
 
 // ownerRules are the flow-steering rules of port forwards: a forward's
@@ -134,14 +162,14 @@ func ownerRules(fwds []nat.Forward) []ethtool.PortRule {
 // portSpec is the spec of the router's port on ifname.
 func (c *Config) portSpec(ifname string, ethertypes []uint16) PortSpec {
 	s := PortSpec{Backend: c.Backend, Interface: ifname, Queues: c.Workers, EtherTypes: ethertypes}
-	if ifname == c.LANInterface && c.Workers > 1 {
+	if c.Workers > 1 {
 		// The engine's owners: the same ranges and forward assignment
 		// as dataplane.New makes.
 		lo, hi := c.PortLo, c.PortHi
 		if lo == 0 && hi == 0 {
 			lo, hi = 1024, 65535
 		}
-		s.LAN = true
+		s.LAN, s.WAN = ifname == c.LANInterface, ifname == c.WANInterface
 		s.Forwards = append([]nat.Forward(nil), c.NAT.Forwards...)
 		nat.AssignForwards(nat.Partition(c.Workers, lo, hi), s.Forwards)
 	}

@@ -30,6 +30,10 @@ type Router struct {
 	lanMAC   [6]byte
 	wanMAC   [6]byte
 	e        *dataplane.Engine
+	// steer is the engine's steering mode: SteerLocal when the WAN port
+	// delivers frames to their owner's queue, SteerInline when it opened
+	// without that, SteerAuto for ports given to Open.
+	steer    dataplane.SteerMode
 	ctl      *control.Control
 	cli      *pppoe.Client
 	hooks    *hooks // nil without session hooks
@@ -129,6 +133,16 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		}
 		r.undo = append(r.undo, info.Undo)
 		logRing(logf, "WAN", cfg.WANInterface, info)
+		// Each worker steers its own WAN queue where the port delivers
+		// frames to their owner; otherwise worker 0 steers them all.
+		if cfg.Workers > 1 {
+			r.steer = dataplane.SteerInline
+			if info.Owner == "fanout-ebpf" {
+				r.steer = dataplane.SteerLocal
+			} else {
+				logf("pppfwd: WAN %s: %v; worker 0 steers every WAN frame to its owner", cfg.WANInterface, info.OwnerErr)
+			}
+		}
 	}
 	switch {
 	case r.host != nil:
@@ -157,7 +171,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		RouterMAC: r.lanMAC, RouterAddr: cfg.RouterAddr(), LANNet: cfg.LANNet(), LANBits: cfg.LANAddr.Bits(),
 		PortLo: cfg.PortLo, PortHi: cfg.PortHi, NAT: cfg.NAT, Up: cfg.Up, Down: cfg.Down,
 		NoFirewall6: cfg.NoFirewall6, Allow6: cfg.Firewall6Allow(),
-		Pin: pin.PinNth, ThreadCPU: pin.ThreadCPUNanos, Poll: cfg.Poll,
+		Pin: pin.PinNth, ThreadCPU: pin.ThreadCPUNanos, Poll: cfg.Poll, Steer: r.steer,
 	}
 	if cpus := cfg.CPUs; len(cpus) > 0 {
 		dc.Pin = func(n int) error { return pin.Pin(cpus[n%len(cpus)]) }
@@ -416,14 +430,17 @@ type Stats struct {
 
 // StatsCounters are the dataplane's totals over all workers.
 type StatsCounters struct {
-	RxLAN         uint64 `json:"rx_lan"`
-	RxWAN         uint64 `json:"rx_wan"`
-	TxLAN         uint64 `json:"tx_lan"`
-	TxWAN         uint64 `json:"tx_wan"`
-	Exception     uint64 `json:"exception"`
-	ICMPSent      uint64 `json:"icmp_sent"`
-	Clamped       uint64 `json:"mss_clamped"`
-	Redirected    uint64 `json:"redirected"`
+	RxLAN      uint64 `json:"rx_lan"`
+	RxWAN      uint64 `json:"rx_wan"`
+	TxLAN      uint64 `json:"tx_lan"`
+	TxWAN      uint64 `json:"tx_wan"`
+	Exception  uint64 `json:"exception"`
+	ICMPSent   uint64 `json:"icmp_sent"`
+	Clamped    uint64 `json:"mss_clamped"`
+	Redirected uint64 `json:"redirected"`
+	// WANRedirected: WAN frames a worker's own steering handed to their
+	// owner (local steering: frames the WAN port did not deliver there).
+	WANRedirected uint64 `json:"wan_redirected"`
 	Unresolved    uint64 `json:"unresolved"`
 	Fragments     uint64 `json:"fragments_made"`
 	NoBufferPolls uint64 `json:"no_buffer_polls"`
@@ -465,7 +482,7 @@ func (r *Router) freshStats() Stats {
 		SessionsUp: st.Counters.SessionsUp, Drops: c.DropMap(), Control: r.ctl.Stats(),
 		Counters: StatsCounters{RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
 			Exception: c.Exception, ICMPSent: c.ICMPSent, Clamped: c.Clamped, Redirected: c.Redirected,
-			Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls,
+			WANRedirected: c.SteerRedirected, Unresolved: c.Unresolved, Fragments: c.Fragments, NoBufferPolls: c.NoBufferPolls,
 			IPv6Up: c.IPv6Up, IPv6Down: c.IPv6Down, Drops: c.TotalDrops(),
 			BytesUp: c.BytesUp, BytesDown: c.BytesDown, FromHost: c.FromHost, ToHost: c.ToHost,
 			CsumCompleted: c.CsumCompleted},

@@ -85,6 +85,12 @@ type Config struct {
 	// equal Queues. When the program cannot be loaded or attached, the
 	// group uses Fanout instead, and Port.FanoutOwner reports why.
 	FanoutOwner *OwnerSpec
+	// FanoutWAN, with Queues > 1, steers each PPPoE frame of a WAN port
+	// to the queue of the worker owning its flow: the group's program
+	// computes FanoutWAN.Queue (see WANSpec). As FanoutOwner (which it
+	// excludes): Workers must equal Queues, the group falls back to
+	// Fanout when the program cannot be used, and Port.FanoutOwner says.
+	FanoutWAN *WANSpec
 }
 
 // RxRing is the TPACKET version of a port's rings.
@@ -97,7 +103,8 @@ const (
 	// when it returns full batches in a row (a backlog) until a block
 	// times out nearly empty (the load has gone). The default; Open falls
 	// back to RxFrames when the program cannot be loaded, and uses it
-	// for more than one queue without FanoutOwner (Port.RxRing says why).
+	// for more than one queue without FanoutOwner or FanoutWAN (Port.RxRing
+	// says why).
 	RxAuto RxRing = iota
 	// RxFrames (TPACKET_V2): one slot per frame, handed to user space as
 	// it arrives and waking a sleeping reader at once: no added delay at

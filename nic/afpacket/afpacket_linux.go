@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
 	"github.com/pppfwd/pppfwd/nic"
@@ -156,7 +157,10 @@ func Open(ifname string, cfg Config) (*Port, error) {
 	if cfg.Queues <= 0 {
 		cfg.Queues = 1
 	}
-	if cfg.RxRing == RxAuto && cfg.Queues > 1 && cfg.FanoutOwner == nil {
+	if cfg.FanoutOwner != nil && cfg.FanoutWAN != nil {
+		return nil, errors.New("afpacket: FanoutOwner and FanoutWAN both set")
+	}
+	if cfg.RxRing == RxAuto && cfg.Queues > 1 && cfg.FanoutOwner == nil && cfg.FanoutWAN == nil {
 		// The program would have to spread frames as cfg.Fanout does.
 		cfg.RxRing = RxFrames
 		p, err := Open(ifname, cfg)
@@ -178,17 +182,20 @@ func Open(ifname string, cfg Config) (*Port, error) {
 		p.ringErr = err
 		return p, nil
 	}
-	if cfg.FanoutOwner == nil || cfg.Queues == 1 {
-		cfg.FanoutOwner = nil
+	if (cfg.FanoutOwner == nil && cfg.FanoutWAN == nil) || cfg.Queues == 1 {
+		cfg.FanoutOwner, cfg.FanoutWAN = nil, nil
 		return open(ifname, cfg, nil)
 	}
-	if err := cfg.FanoutOwner.Validate(); err != nil {
+	if err := cfg.checkSteering(); err != nil {
 		return nil, err
 	}
-	if cfg.FanoutOwner.Workers != cfg.Queues {
-		return nil, fmt.Errorf("afpacket: owner fanout for %d workers on %d queues", cfg.FanoutOwner.Workers, cfg.Queues)
+	var prog *ebpf.Program
+	var err error
+	if cfg.FanoutWAN != nil {
+		prog, err = loadWAN(cfg.FanoutWAN)
+	} else {
+		prog, err = loadOwner(cfg.FanoutOwner)
 	}
-	prog, err := loadOwner(cfg.FanoutOwner)
 	if err == nil {
 		var p *Port
 		p, err = open(ifname, cfg, prog)
@@ -197,7 +204,7 @@ func Open(ifname string, cfg Config) (*Port, error) {
 			return p, err
 		}
 	}
-	cfg.FanoutOwner = nil
+	cfg.FanoutOwner, cfg.FanoutWAN = nil, nil
 	p, oerr := open(ifname, cfg, nil)
 	if oerr != nil {
 		return nil, oerr
@@ -206,13 +213,35 @@ func Open(ifname string, cfg Config) (*Port, error) {
 	return p, nil
 }
 
+// checkSteering validates the steering program's spec, if any, against
+// the queues.
+func (cfg *Config) checkSteering() error {
+	switch {
+	case cfg.FanoutWAN != nil:
+		if err := cfg.FanoutWAN.Validate(); err != nil {
+			return err
+		}
+		if cfg.FanoutWAN.Workers != cfg.Queues {
+			return fmt.Errorf("afpacket: WAN fanout for %d workers on %d queues", cfg.FanoutWAN.Workers, cfg.Queues)
+		}
+	case cfg.FanoutOwner != nil:
+		if err := cfg.FanoutOwner.Validate(); err != nil {
+			return err
+		}
+		if cfg.FanoutOwner.Workers != cfg.Queues {
+			return fmt.Errorf("afpacket: owner fanout for %d workers on %d queues", cfg.FanoutOwner.Workers, cfg.Queues)
+		}
+	}
+	return nil
+}
+
 // loadOwner loads the owner program (a variable for tests of the
 // fallback).
 var loadOwner = newOwnerProgram
 
-// FanoutOwner reports whether the owner program (Config.FanoutOwner)
-// steers the port's frames, and if it was asked for and does not, why
-// (the group then uses Config.Fanout).
+// FanoutOwner reports whether the owner program (Config.FanoutOwner, or
+// the WAN program of Config.FanoutWAN) steers the port's frames, and if
+// it was asked for and does not, why (the group then uses Config.Fanout).
 func (p *Port) FanoutOwner() (bool, error) { return p.owner, p.ownerErr }
 
 // RxRing reports the RX ring in use and, when RxAuto was asked for and
@@ -226,21 +255,35 @@ func (p *Port) RxRing() (RxRing, error) { return p.ring, p.ringErr }
 // errOwnerFanout (Open then uses RxFrames).
 func openAuto(ifname string, cfg Config) (*Port, error) {
 	if cfg.Queues == 1 {
-		cfg.FanoutOwner = nil
+		cfg.FanoutOwner, cfg.FanoutWAN = nil, nil
 	}
-	if s := cfg.FanoutOwner; s != nil {
-		if err := s.Validate(); err != nil {
-			return nil, err
-		}
-		if s.Workers != cfg.Queues {
-			return nil, fmt.Errorf("afpacket: owner fanout for %d workers on %d queues", s.Workers, cfg.Queues)
-		}
+	if err := cfg.checkSteering(); err != nil {
+		return nil, err
 	}
 	mode, err := ebpf.NewMap(&ebpf.MapSpec{Name: "pppfwd_rxmode", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: uint32(cfg.Queues)})
 	if err != nil {
 		return nil, fmt.Errorf("%w: RX ring switch map: %w", errOwnerFanout, err)
 	}
-	prog, err := newAutoProgram(cfg.FanoutOwner, cfg.Queues, mode)
+	// The steering program must load on its own (through the loaders
+	// tests replace) before it is built into the switch's.
+	var steer asm.Instructions
+	var alone *ebpf.Program
+	switch {
+	case cfg.FanoutWAN != nil:
+		steer = wanInsns(cfg.FanoutWAN)
+		alone, err = loadWAN(cfg.FanoutWAN)
+	case cfg.FanoutOwner != nil:
+		steer = ownerInsns(cfg.FanoutOwner)
+		alone, err = loadOwner(cfg.FanoutOwner)
+	}
+	if err != nil {
+		mode.Close()
+		return nil, err
+	}
+	if alone != nil {
+		alone.Close()
+	}
+	prog, err := newAutoProgram(steer, cfg.Queues, mode)
 	if err != nil {
 		mode.Close()
 		return nil, err
@@ -369,7 +412,7 @@ func open(ifname string, cfg Config, prog *ebpf.Program) (*Port, error) {
 					p.release()
 					return nil, err
 				}
-				p.owner = cfg.FanoutOwner != nil
+				p.owner = cfg.FanoutOwner != nil || cfg.FanoutWAN != nil
 			}
 		}
 	}

@@ -89,19 +89,23 @@ func (q *queue) pendingBlocks() bool {
 // rxModeSlot is the program's stack slot for the switch map's key.
 const rxModeSlot = -48
 
-// newAutoProgram loads RxAuto's fanout program: the owner's queue (s's
-// program; queue 0 when s is nil), plus queues when mode[queue] is
-// non-zero: the index of that queue's block ring in the group.
-func newAutoProgram(s *OwnerSpec, queues int, mode *ebpf.Map) (*ebpf.Program, error) {
+// newAutoProgram loads RxAuto's fanout program: the queue steer (the
+// owner or WAN program's instructions, validated; queue 0 when nil)
+// returns, plus queues when mode[queue] is non-zero: the index of that
+// queue's block ring in the group.
+func newAutoProgram(steer asm.Instructions, queues int, mode *ebpf.Map) (*ebpf.Program, error) {
 	var in asm.Instructions
-	if s != nil {
-		if err := s.Validate(); err != nil {
-			return nil, err
-		}
-		// Every exit of the owner program goes to "rxmode" instead.
-		for _, ins := range ownerInsns(s) {
+	if steer != nil {
+		// Every exit of the steering program goes to "rxmode" instead.
+		for _, ins := range steer {
 			if ins.OpCode.JumpOp() == asm.Exit {
-				ins = asm.Ja.Label("rxmode").WithMetadata(ins.Metadata)
+				// The jump keeps the exit's symbol (a label may name
+				// it) and gets its own reference.
+				j := asm.Ja.Label("rxmode")
+				if sym := ins.Symbol(); sym != "" {
+					j = j.WithSymbol(sym)
+				}
+				ins = j
 			}
 			in = append(in, ins)
 		}

@@ -8,7 +8,11 @@
 // With Config.FanoutOwner the group runs an eBPF program instead
 // (PACKET_FANOUT_EBPF, assembled with cilium/ebpf) that sends each frame
 // to the queue whose worker owns its flow, by the function OwnerSpec
-// states, so LAN frames need no hand-over between workers.
+// states, so LAN frames need no hand-over between workers. Config.FanoutWAN
+// does the same on the WAN port: the program reads the PPPoE session
+// header and the inner destination port, echo id or IPv6 address pair
+// (WANSpec) and sends each downlink frame to the worker owning its flow;
+// control frames and fragments go to queue 0.
 //
 // Recv walks the RX ring without system calls, copying each frame into the
 // caller's buffer after nic.Headroom and handing each slot (V2) or block
