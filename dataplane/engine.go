@@ -419,7 +419,7 @@ func (e *Engine) runSteer() {
 	d := e.steer.idler(e.cfg.Poll, &e.wakers[e.cfg.Workers])
 	e.ready.Done()
 	for iter := uint(0); !e.stop.Load(); iter++ {
-		if (d.idle == 0 || !d.canBlock || d.pending()) && e.steer.poll() > 0 {
+		if d.shouldPoll() && e.steer.poll() > 0 {
 			d.busy()
 		} else {
 			if d.idle == 0 {

@@ -67,6 +67,10 @@ type idler struct {
 	spin     int  // PollAdaptive's budget of empty polls
 	idle     int  // empty polls since the last work
 	naps     int  // consecutive naps (ports without descriptors)
+	// due is set when a timer of the thread's (nextDue) is due or a
+	// sleep bounded by it ended: no port or ring says so, the next
+	// shouldPoll must.
+	due bool
 	// polled are the ports' queues the thread receives from that can
 	// say, without a system call, whether they hold a frame.
 	polled []polledQueue
@@ -76,8 +80,8 @@ type idler struct {
 	ready   func() bool
 	nextDue func() time.Duration
 	// timedOut, if set, runs after a sleep that ended with no descriptor
-	// ready (at most every maxSleep while idle): ports that show a
-	// removed interface only when probed are probed then.
+	// ready and no timer due (at most every maxSleep while idle): ports
+	// that show a removed interface only when probed are probed then.
 	timedOut func()
 	// beforeSleep, if set, runs before each sleep (a worker publishes
 	// its counters and CPU time then, not at every empty poll).
@@ -111,6 +115,18 @@ func newIdler(mode PollMode, wk *waker, ports []nic.Port, queues []int) *idler {
 		d.set.Add(fd)
 	}
 	return d
+}
+
+// shouldPoll reports, without a system call or a clock read, whether
+// the thread should poll: it found work last time, its ports cannot be
+// waited on, a timer of its is due (a shaper release: nothing but a poll
+// runs it), or a source has work.
+func (d *idler) shouldPoll() bool {
+	if d.idle == 0 || !d.canBlock || d.due {
+		d.due = false
+		return true
+	}
+	return d.pending()
 }
 
 // pending reports, without a system call or a clock read, whether a poll
@@ -158,20 +174,22 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 	timeout := time.Duration(-1)
 	if d.nextDue != nil {
 		if timeout = d.nextDue(); timeout == 0 {
+			d.due = true
 			return false
 		}
 	}
+	timer := timeout > 0 // the sleep ends when a timer is due
 	if !d.canBlock {
 		t := nap
 		if d.naps++; time.Duration(d.naps)*nap > napFor {
 			t = napLong
 		}
 		if timeout < 0 || t < timeout {
-			timeout = t
+			timeout, timer = t, false
 		}
 	}
 	if timeout < 0 || timeout > maxSleep {
-		timeout = maxSleep
+		timeout, timer = maxSleep, false
 	}
 	if d.beforeSleep != nil {
 		d.beforeSleep()
@@ -183,8 +201,15 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 	}
 	if d.set.Len() == 0 {
 		pin.ThreadSleep(timeout)
-	} else if ready, _ := d.set.Wait(timeout); !ready && d.timedOut != nil {
-		d.timedOut()
+		d.due = timer
+	} else if ready, _ := d.set.Wait(timeout); !ready {
+		// Timed out: the timer is due (poll, whatever the ports say),
+		// or the thread has been idle for a while (probe the ports).
+		if timer {
+			d.due = true
+		} else if d.timedOut != nil {
+			d.timedOut()
+		}
 	}
 	d.wk.sleeping.Store(false)
 	if d.wk.bell != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
+
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
 )
@@ -176,5 +178,58 @@ func TestIdlerSpinBudget(t *testing.T) {
 	}
 	if slept != 0 {
 		t.Fatalf("PollBusy slept %d times", slept)
+	}
+}
+
+// TestShapedBacklogDrainsAsleep: a worker whose ports can be waited on,
+// holding a shaped backlog and receiving nothing more, sleeps until each
+// release and then polls: the backlog leaves at the rate without a new
+// frame to wake the worker, and the worker sleeps between releases
+// instead of spinning.
+func TestShapedBacklogDrainsAsleep(t *testing.T) {
+	const (
+		rate   = 2e6
+		frames = 20
+		ipLen  = 1000 // 4 ms each at the rate
+	)
+	for _, mode := range []PollMode{PollAdaptive, PollBlock} {
+		t.Run(mode.String(), func(t *testing.T) {
+			lan, wan := newPollPort(t, "lan", 1), newPollPort(t, "wan", 1)
+			cfg := Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+				RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Poll: mode}
+			cfg.Up.Rate = rate
+			e, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SetSession(testSession())
+			e.SetNeighbor(hostIP, hostMAC)
+			var sent atomic.Int64
+			wan.Sink(0, func(int, *nic.Frame) { sent.Add(1) })
+			e.Start()
+			defer e.Stop()
+			time.Sleep(20 * time.Millisecond)
+			for i := 0; i < frames; i++ {
+				lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: ip4(198, 51, 100, 9), sport: 1000, dport: 53,
+					proto: layers.IPProtocolUDP, payload: ipLen - 28}))
+			}
+			t0 := time.Now()
+			asleep, looks := 0, 0
+			for sent.Load() < frames && time.Since(t0) < 2*time.Second {
+				if e.wakers[0].sleeping.Load() {
+					asleep++
+				}
+				looks++
+				time.Sleep(500 * time.Microsecond)
+			}
+			took := time.Since(t0)
+			t.Logf("%s: %d of %d frames out in %v; asleep at %d of %d looks", mode, sent.Load(), frames, took, asleep, looks)
+			if sent.Load() < frames {
+				t.Fatalf("only %d of %d shaped frames out in 2 s (%v at the rate): the backlog waits for a new frame", sent.Load(), frames, time.Duration(frames*ipLen*8e9/rate))
+			}
+			if asleep < looks/2 {
+				t.Fatalf("asleep at %d of %d looks while the backlog drained: the worker spins", asleep, looks)
+			}
+		})
 	}
 }

@@ -194,9 +194,9 @@ func (w *Worker) loop(stop *atomic.Bool, ready func()) {
 	ready()
 	for iter := uint(0); !stop.Load(); iter++ {
 		// After an empty poll, poll again only when a source has work
-		// (no clock read, no system call per empty poll), or always
-		// for ports that cannot tell.
-		if (d.idle == 0 || !d.canBlock || d.pending()) && w.step() > 0 {
+		// or a shaper release is due (no clock read, no system call
+		// per empty poll), or always for ports that cannot tell.
+		if d.shouldPoll() && w.step() > 0 {
 			d.busy()
 		} else {
 			if d.idle == 0 {

@@ -74,6 +74,8 @@ type sim struct {
 	ovh   Overhead
 	// onSend sees each dequeued packet.
 	onSend func(p *tpkt, now int64)
+	// onStep runs after each step's dequeues.
+	onStep func(now int64)
 }
 
 func newSim(cfg Config, rate uint64, srcs ...*source) *sim {
@@ -135,6 +137,9 @@ func (sm *sim) run(until int64) {
 			if n < len(sm.out) {
 				break
 			}
+		}
+		if sm.onStep != nil {
+			sm.onStep(now)
 		}
 		if s.Len() > 0 {
 			if ns := s.NextSend(); ns > now {

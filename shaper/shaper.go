@@ -102,6 +102,7 @@ type FQCoDel[T any] struct {
 	mem     int64
 	credit  int64 // leased bytes not yet spent
 	blocked bool  // the last Dequeue stopped for lack of credit
+	since   int64 // when the queue last went from empty to not (valid while qlen > 0)
 
 	stats Stats
 }
@@ -193,6 +194,9 @@ func (s *FQCoDel[T]) EnqueueAt(p T, flowHash, hostHash uint32, now int64) {
 	f.tail = idx
 	f.qlen++
 	f.backlog += int64(size)
+	if s.qlen == 0 {
+		s.since = now
+	}
 	s.qlen++
 	s.mem += int64(size)
 	s.stats.Enqueued++
@@ -436,7 +440,9 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 		f := &s.flows[fi]
 		if s.limited {
 			if w := int64(s.slots[f.head].wire); s.credit < w {
-				g, _ := s.b.Lease(now, w-s.credit)
+				// The queue has waited on the rate since it
+				// filled: a late worker catches up on that time.
+				g, _ := s.b.LeaseWaiting(now, w-s.credit, s.since)
 				if g == 0 {
 					s.blocked = true
 					s.stats.RateLimited++

@@ -2,6 +2,7 @@ package shaperbench
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -226,4 +227,37 @@ func FuzzPipelineOut(f *testing.F) {
 			t.Fatalf("frames %d errs %d lost %d dropped %d", p.frames, p.errs, p.lost, dropped)
 		}
 	})
+}
+
+// TestPipelineLateWorker: through the dataplane, a worker stepped only
+// every W of clock time (a timer that wakes late) still delivers the
+// shaped rate, for small and full-sized packets at low rates and at a
+// high one: a late worker catches up on the time its backlog waited.
+func TestPipelineLateWorker(t *testing.T) {
+	for _, tc := range []struct {
+		rate  uint64
+		size  int
+		wakes []time.Duration
+	}{
+		{2e6, 50, []time.Duration{time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}},
+		{2e6, 1492, []time.Duration{4 * time.Millisecond, 20 * time.Millisecond}},
+		{10e6, 50, []time.Duration{4 * time.Millisecond, 20 * time.Millisecond}},
+		{500e6, 1492, []time.Duration{4 * time.Millisecond, 20 * time.Millisecond}},
+	} {
+		for _, w := range tc.wakes {
+			t.Run(fmt.Sprintf("%dMbit/%dB/wake%v", tc.rate/1e6, tc.size, w), func(t *testing.T) {
+				r, err := Run(Options{Rate: tc.rate, BulkSize: tc.size, Duration: 2 * time.Second,
+					Poll: w, BenchPackets: 64, Path: NewPipelinePath(PipelineOptions{})})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%.0f Mbit/s, %d B, wake every %v: shaped %.3f Mbit/s (error %.2f %%), p99 %.1f ms",
+					float64(tc.rate)/1e6, tc.size, w, r.ShapedMbit, r.RateErrorPct, r.P99AddedDelayMs)
+				// The run's last wakeup may fall short of its end by W.
+				if limit := 1 + 100*w.Seconds()/1.5; r.RateErrorPct > limit {
+					t.Errorf("rate error %.2f %% > %.2f %%: %.3f Mbit/s of %.0f", r.RateErrorPct, limit, r.ShapedMbit, float64(tc.rate)/1e6)
+				}
+			})
+		}
+	}
 }
