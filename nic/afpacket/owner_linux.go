@@ -237,24 +237,8 @@ func ownerInsns(s *OwnerSpec) asm.Instructions {
 		asm.FnSkbLoadBytes.Call(),
 		asm.JNE.Imm(asm.R0, 0, "q0"),
 	)
-	// R7 = addrWord6(src), R8 = addrWord6(dst).
-	for _, w := range []struct {
-		r   asm.Register
-		off int16
-	}{{asm.R7, slotAddr6}, {asm.R8, slotAddr6 + 16}} {
-		in = append(in,
-			asm.LoadMem(w.r, fp, w.off, asm.DWord),
-			asm.HostTo(asm.LE, w.r, asm.DWord),
-			asm.LoadMem(asm.R1, fp, w.off+8, asm.DWord),
-			asm.HostTo(asm.LE, asm.R1, asm.DWord),
-			asm.LoadImm(asm.R2, imm64(golden), asm.DWord),
-			asm.Mul.Reg(asm.R1, asm.R2),
-			asm.Xor.Reg(w.r, asm.R1),
-		)
-	}
-	in = append(in, mix64Insns(asm.R7)...)
-	in = append(in, asm.Xor.Reg(asm.R7, asm.R8))
-	in = append(in, mix64Insns(asm.R7)...)
+	// The LAN host is the source.
+	in = append(in, flowHash6Insns(slotAddr6, slotAddr6+16)...)
 	in = append(in,
 		asm.Mov.Reg(asm.R0, asm.R7),
 
@@ -314,4 +298,29 @@ func attachOwner(fd int, prog *ebpf.Program) error {
 		return fmt.Errorf("%w: PACKET_FANOUT_DATA: %w", errOwnerFanout, err)
 	}
 	return nil
+}
+
+// flowHash6Insns leaves in R7 FlowHash6 of the two IPv6 addresses
+// copied to the stack at host and remote (offsets from R10, 16 bytes
+// each): R7 = addrWord6(host), R8 = addrWord6(remote), then
+// mix64(mix64(R7) ^ R8). It uses R1 and R2.
+func flowHash6Insns(host, remote int16) asm.Instructions {
+	var in asm.Instructions
+	for _, w := range []struct {
+		r   asm.Register
+		off int16
+	}{{asm.R7, host}, {asm.R8, remote}} {
+		in = append(in,
+			asm.LoadMem(w.r, asm.R10, w.off, asm.DWord),
+			asm.HostTo(asm.LE, w.r, asm.DWord),
+			asm.LoadMem(asm.R1, asm.R10, w.off+8, asm.DWord),
+			asm.HostTo(asm.LE, asm.R1, asm.DWord),
+			asm.LoadImm(asm.R2, imm64(golden), asm.DWord),
+			asm.Mul.Reg(asm.R1, asm.R2),
+			asm.Xor.Reg(w.r, asm.R1),
+		)
+	}
+	in = append(in, mix64Insns(asm.R7)...)
+	in = append(in, asm.Xor.Reg(asm.R7, asm.R8))
+	return append(in, mix64Insns(asm.R7)...)
 }

@@ -139,25 +139,8 @@ func wanInsns(s *WANSpec) asm.Instructions {
 		asm.FnSkbLoadBytes.Call(),
 		asm.JNE.Imm(asm.R0, 0, "q0"),
 	)
-	// FlowHash6(destination, source): R7 = addrWord6(destination), the
-	// LAN host; R8 = addrWord6(source), the remote.
-	for _, w := range []struct {
-		r   asm.Register
-		off int16
-	}{{asm.R7, slotAddr6 + 16}, {asm.R8, slotAddr6}} {
-		in = append(in,
-			asm.LoadMem(w.r, fp, w.off, asm.DWord),
-			asm.HostTo(asm.LE, w.r, asm.DWord),
-			asm.LoadMem(asm.R1, fp, w.off+8, asm.DWord),
-			asm.HostTo(asm.LE, asm.R1, asm.DWord),
-			asm.LoadImm(asm.R2, imm64(golden), asm.DWord),
-			asm.Mul.Reg(asm.R1, asm.R2),
-			asm.Xor.Reg(w.r, asm.R1),
-		)
-	}
-	in = append(in, mix64Insns(asm.R7)...)
-	in = append(in, asm.Xor.Reg(asm.R7, asm.R8))
-	in = append(in, mix64Insns(asm.R7)...)
+	// FlowHash6(destination, source): the LAN host is the destination.
+	in = append(in, flowHash6Insns(slotAddr6+16, slotAddr6)...)
 	in = append(in,
 		// R0 = uint32(R7) * Workers >> 32.
 		asm.Mov.Reg(asm.R0, asm.R7),
