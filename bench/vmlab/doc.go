@@ -17,7 +17,7 @@
 // with a raw socket on the tap. Commands run in the VM over a dedicated
 // serial port (ttyS1) framed with markers: see (*VM).Run.
 //
-// Options: VCPUs (qemu -smp, default 1) and MemoryMB (default 256) size the
+// Options: VCPUs (qemu -smp, default 1) and MemoryMB (default 384) size the
 // guest; Extra adds files (e.g. /usr/local/sbin/pppfwd) without rebuilding
 // the image: they go into a second, uncompressed newc archive that Start
 // appends to a copy of the cached initramfs in the VM's runtime directory

@@ -45,7 +45,7 @@ type Options struct {
 	// CacheDir holds the image ("" = DefaultCacheDir). The image is built
 	// on first use.
 	CacheDir string
-	// MemoryMB is the guest RAM (default 256). The initramfs, unpacked,
+	// MemoryMB is the guest RAM (default 384). The initramfs, unpacked,
 	// lives in it, Extra files included.
 	MemoryMB int
 	// VCPUs is the number of guest CPUs (default 1). Under TCG each vCPU
@@ -112,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 		opts.NICs = []NIC{{Tap: "vmtap0"}}
 	}
 	if opts.MemoryMB == 0 {
-		opts.MemoryMB = 256
+		opts.MemoryMB = 384
 	}
 	if opts.VCPUs == 0 {
 		opts.VCPUs = 1
