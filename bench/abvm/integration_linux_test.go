@@ -40,7 +40,10 @@ func TestIntegrationAB(t *testing.T) {
 	defer cancel()
 	rep, err := Run(ctx, Options{VCPUs: 2, Runs: 1, Flows: 16, Rates: []float64{300, 3000},
 		StepDuration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond, Shape: true, ShapeBps: 2_000_000,
-		TCP: true, TCPDuration: 2 * time.Second, TCPStreams: []int{1, 4},
+		// 4 s transfers: a 2 Mbit/s shaped goodput measured over 2 s
+		// came out at 1.7-2.25 Mbit/s on either path (a few tens of
+		// kilobytes either way), too coarse for the 10 % bound below.
+		TCP: true, TCPDuration: 4 * time.Second, TCPStreams: []int{1, 4},
 		Binary: bin, Progress: func(s string) { t.Log(s) }, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +77,7 @@ func TestIntegrationAB(t *testing.T) {
 		for _, x := range p.p.TCP {
 			s := x.Runs[0]
 			what := fmt.Sprintf("%s: TCP %s x%d shaped %v", p.name, x.Direction, x.Streams, x.Shaped)
-			if (s.Error == "" && s.Seconds < 1.5) || s.Probes == 0 || len(s.PerCoreBusy) != 2 || len(s.HostCoreBusy) == 0 {
+			if (s.Error == "" && s.Seconds < 3.5) || s.Probes == 0 || len(s.PerCoreBusy) != 2 || len(s.HostCoreBusy) == 0 {
 				t.Errorf("%s: %+v", what, s)
 			}
 			if x.Shaped {
@@ -94,7 +97,7 @@ func TestIntegrationAB(t *testing.T) {
 			}
 		}
 	}
-	if len(rep.TCPRatios) != 8 || rep.TCPSeconds != 2 {
+	if len(rep.TCPRatios) != 8 || rep.TCPSeconds != 4 {
 		t.Errorf("TCP ratios %v, seconds %v", rep.TCPRatios, rep.TCPSeconds)
 	}
 	if rep.RatioPPS <= 0 || rep.Where != "vm" || !rep.Emulated {
