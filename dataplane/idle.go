@@ -148,6 +148,12 @@ func (d *idler) empty(stop *atomic.Bool) {
 	d.idle++
 	switch d.mode {
 	case PollBusy:
+		// Never asleep, but a shaper release that falls due shows in no
+		// port or ring: poll for it (nextDue reads the clock only while
+		// a shaper holds packets).
+		if d.nextDue != nil && d.nextDue() == 0 {
+			d.due = true
+		}
 		return
 	case PollAdaptive:
 		if d.idle < d.spin {
