@@ -76,8 +76,9 @@ func ipID(b []byte) (uint16, bool) {
 const pppIPv4 = 0x0021
 
 // sessionIPv4 returns the IPv4 packet an untagged PPPoE session frame of
-// session id carries (its total length, not the frame's padding), or
-// nil when f is not one.
+// session id carries (the PPPoE payload, which must hold the datagram's
+// total length exactly; what follows it is the frame's padding), or nil
+// when f is not one.
 func sessionIPv4(f []byte, id uint16) []byte {
 	if len(f) < hdr.EthernetLen || hdr.Ethernet(f).Type() != hdr.EtherTypePPPoESess {
 		return nil
@@ -87,10 +88,10 @@ func sessionIPv4(f []byte, id uint16) []byte {
 		return nil
 	}
 	ip := hdr.IPv4(p[hdr.PPPoELen+hdr.PPPLen : hdr.PPPoELen+int(p.Length())])
-	if !ip.IsValid() {
-		return nil
+	if !ip.IsValid() || int(binary.BigEndian.Uint16(ip[2:])) != len(ip) {
+		return nil // a session payload is the datagram, no more, no less
 	}
-	return ip[:binary.BigEndian.Uint16(ip[2:])]
+	return ip
 }
 
 // appendSessionIPv4 appends to b the untagged PPPoE session frame of
