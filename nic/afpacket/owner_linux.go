@@ -279,14 +279,20 @@ func newOwnerProgram(s *OwnerSpec) (*ebpf.Program, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	return loadSocketFilter("pppfwd_owner", ownerInsns(s), "program")
+}
+
+// loadSocketFilter loads a fanout program; what names it in the error,
+// which wraps errOwnerFanout.
+func loadSocketFilter(name string, in asm.Instructions, what string) (*ebpf.Program, error) {
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name:         "pppfwd_owner",
+		Name:         name,
 		Type:         ebpf.SocketFilter,
 		License:      "Dual MIT/GPL",
-		Instructions: ownerInsns(s),
+		Instructions: in,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: load program: %w", errOwnerFanout, err)
+		return nil, fmt.Errorf("%w: load %s: %w", errOwnerFanout, what, err)
 	}
 	return p, nil
 }

@@ -158,16 +158,7 @@ func newWANProgram(s *WANSpec) (*ebpf.Program, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name:         "pppfwd_wan",
-		Type:         ebpf.SocketFilter,
-		License:      "Dual MIT/GPL",
-		Instructions: wanInsns(s),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: load WAN program: %w", errOwnerFanout, err)
-	}
-	return p, nil
+	return loadSocketFilter("pppfwd_wan", wanInsns(s), "WAN program")
 }
 
 // loadWAN loads the WAN program (a variable for tests of the fallback).
