@@ -16,6 +16,7 @@ import (
 
 // fromWAN handles a PPPoE frame steered to this worker.
 func (w *Worker) fromWAN(f *nic.Frame) {
+	w.enter(StageParse)
 	s := w.sess
 	if s == nil {
 		w.drop(f, DropNoSession)
@@ -79,7 +80,10 @@ func (w *Worker) inbound(f *nic.Frame, redirected bool) {
 		w.icmpToWAN(f, hdr.ICMPTimeExceeded, hdr.ICMPCodeTTLExceeded)
 		return
 	}
-	switch w.nat.Inbound(ip, w.now) {
+	allocs := w.natBegin()
+	v := w.nat.Inbound(ip, w.now)
+	w.natDone(allocs)
+	switch v {
 	case nat.Pass:
 	case nat.Redirect:
 		// Steering chose by port; the NAT knows better (e.g. a forward
@@ -238,6 +242,7 @@ func (w *Worker) downstream(f *nic.Frame, ip hdr.IPv4) {
 		return
 	}
 	if w.down != nil {
+		w.enter(StageEncap)
 		mac, ok := w.cfg.RouterMAC, true
 		if dst == w.cfg.RouterAddr {
 			f.Flags |= flagToHost // the router's own: for the host stack
@@ -251,6 +256,7 @@ func (w *Worker) downstream(f *nic.Frame, ip hdr.IPv4) {
 		eth := hdr.Ethernet(f.Data())
 		eth.SetAddrs(mac, w.cfg.RouterMAC)
 		eth.SetType(hdr.EtherTypeIPv4)
+		w.enter(StageShaperEnq)
 		w.down.EnqueueAt(f, flowHash(ip), dst, w.now)
 		return
 	}
@@ -262,6 +268,7 @@ func (w *Worker) downstream(f *nic.Frame, ip hdr.IPv4) {
 // addressed to LAN host dst and queues it; host is the LAN host for
 // fairness. A packet for the router's own address goes to the host stack.
 func (w *Worker) toLAN(f *nic.Frame, dst, host uint32) {
+	w.enter(StageEncap)
 	b := f.Data()
 	if len(b) < hdr.EthernetLen {
 		w.drop(f, DropBadEthernet)

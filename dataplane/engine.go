@@ -70,8 +70,10 @@ type Engine struct {
 	// steers are the steering stages: one with SteerInline and
 	// SteerThread, one per worker with SteerLocal; steer is the first
 	// (the steering thread's with SteerThread).
-	steers     []*steerer
-	steer      *steerer
+	steers []*steerer
+	steer  *steerer
+	// steerProf is the steering thread's stage sampling (SteerThread).
+	steerProf  stageProf
 	upBucket   *shaper.Bucket
 	downBucket *shaper.Bucket
 
@@ -165,7 +167,7 @@ func New(cfg Config) (*Engine, error) {
 				qs = append(qs, q)
 			}
 			st := newSteerer(e, &w.c, qs, e.steerLinks[k], e.ctlLinks[k], e.prioLinks[k], w.pool, n)
-			st.self, st.rounds = w, 1
+			st.self, st.rounds, st.prof = w, 1, &w.prof
 			w.steer = st
 			e.steers = append(e.steers, st)
 		}
@@ -177,8 +179,10 @@ func New(cfg Config) (*Engine, error) {
 		}
 		e.steer = newSteerer(e, &e.steerCounters, qs, e.steerLinks[0], e.ctlLinks[0], e.prioLinks[0], nil, 1)
 		e.steers = []*steerer{e.steer}
+		e.steer.prof = &e.steerProf
 		if cfg.Steer == SteerInline {
 			e.steer.c = &e.workers[0].c
+			e.steer.prof = &e.workers[0].prof
 			e.workers[0].steer = e.steer
 		}
 	}
@@ -276,7 +280,7 @@ func (e *Engine) Start() {
 func (e *Engine) poll() int {
 	n := 0
 	if e.cfg.Steer == SteerThread {
-		n += e.steer.poll()
+		n += e.steerStep()
 	}
 	// Start at a pseudo-random worker: the shared shaper rate is leased
 	// first come, first served, and a fixed order would let worker 0 win
@@ -419,7 +423,7 @@ func (e *Engine) runSteer() {
 	d := e.steer.idler(e.cfg.Poll, &e.wakers[e.cfg.Workers])
 	e.ready.Done()
 	for iter := uint(0); !e.stop.Load(); iter++ {
-		if d.shouldPoll() && e.steer.poll() > 0 {
+		if d.shouldPoll() && e.steerStep() > 0 {
 			d.busy()
 		} else {
 			if d.idle == 0 {
@@ -435,6 +439,17 @@ func (e *Engine) runSteer() {
 		e.steerPub.cpu.Store(uint64(e.cfg.ThreadCPU() - cpu0))
 	}
 	e.steerPub.publish(&e.steerCounters)
+}
+
+// steerStep is one poll of the steering thread, sampled for stage costs
+// as a worker's step is.
+func (e *Engine) steerStep() int {
+	p := &e.steerProf
+	p.begin(p.n)
+	p.n++
+	n := e.steer.poll()
+	p.end(n)
+	return n
 }
 
 // SteerCounters returns the steering thread's counters (SteerThread mode).

@@ -151,8 +151,10 @@ type steerer struct {
 	clock   func() int64
 	rearm   []*nic.Frame
 	minFree int
-	frags   fragTable   // datagram -> worker its first fragment was sent to
-	seen    []*fragSeen // per worker: datagrams the NAT let in
+	// prof is the stage sampling of the thread running the steerer.
+	prof  *stageProf
+	frags fragTable   // datagram -> worker its first fragment was sent to
+	seen  []*fragSeen // per worker: datagrams the NAT let in
 }
 
 // newSteerer returns a steerer reading queues and feeding links (links[k]
@@ -180,6 +182,7 @@ func newSteerer(e *Engine, c *Counters, queues []int, links []*pipe, ctl, prio *
 		rx:        make([]*nic.Frame, e.cfg.Batch),
 		rearm:     make([]*nic.Frame, e.cfg.Batch),
 		pool:      pool,
+		prof:      &stageProf{}, // its thread's, once the engine assigns it
 	}
 	if pool == nil {
 		// Enough frames to fill every ring and the control rings, plus a batch.
@@ -278,6 +281,9 @@ func (s *steerer) pollQueue(q int) int {
 	// The control link is not waited for: a slow control plane must not
 	// hold session data back. What does not fit there is dropped and
 	// counted (DropRingFull) by push.
+	if s.prof.on {
+		s.prof.enter(StagePort)
+	}
 	n := s.pool.GetN(s.rx)
 	if n == 0 {
 		s.c.NoBufferPolls++
@@ -290,6 +296,9 @@ func (s *steerer) pollQueue(q int) int {
 	s.pool.PutN(s.rx[got:n])
 	if got == 0 {
 		return 0
+	}
+	if s.prof.on {
+		s.prof.enter(StageSteer)
 	}
 	t0 := s.clock()
 	sess := s.session()
@@ -323,6 +332,9 @@ func (s *steerer) pollQueue(q int) int {
 			s.c.Drops[DropBadPPPoE]++
 			s.pool.Put(f)
 		}
+	}
+	if s.prof.on {
+		s.prof.enter(StagePort)
 	}
 	for w, l := range s.links {
 		if len(s.out[w]) == 0 || l == nil {

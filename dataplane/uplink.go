@@ -15,6 +15,7 @@ import (
 
 // fromLAN handles a frame received on the LAN (Ethernet at the front).
 func (w *Worker) fromLAN(f *nic.Frame) {
+	w.enter(StageParse)
 	if f.Rx != 0 && !w.finishCsum(f) { // a checksum left unfinished (csum.go)
 		return
 	}
@@ -106,7 +107,10 @@ func (w *Worker) fromLAN(f *nic.Frame) {
 		w.upstream(f, flow, src)
 		return
 	}
-	switch w.nat.Outbound(ip, w.now) {
+	allocs := w.natBegin()
+	v := w.nat.Outbound(ip, w.now)
+	w.natDone(allocs)
+	switch v {
 	case nat.Pass:
 	case nat.Hairpin:
 		if ip.TTL() <= 1 { // already translated: no ICMP quoting it
@@ -271,6 +275,7 @@ func host6(a *hdr.Addr6) uint32 {
 func (w *Worker) upstream(f *nic.Frame, flow, host uint32) {
 	w.c.BytesUp += uint64(f.Len)
 	if w.up != nil {
+		w.enter(StageShaperEnq)
 		w.up.EnqueueAt(f, flow, host, w.now)
 		return
 	}
@@ -342,6 +347,7 @@ func setFragment(ip hdr.IPv4, off int, more bool) {
 
 // toWAN encapsulates an IPv4 packet for the session and queues it.
 func (w *Worker) toWAN(f *nic.Frame) {
+	w.enter(StageEncap)
 	s := w.sess
 	if s == nil {
 		w.drop(f, DropNoSession)

@@ -83,6 +83,9 @@ type Worker struct {
 	beat  atomic.Uint64
 	stall atomic.Int64
 	sink  byte // keeps touch's loads alive
+	// prof is the worker's stage sampling (stages.go); its steerer
+	// (SteerInline, SteerLocal) marks into it too.
+	prof stageProf
 }
 
 // workerLinks are the SPSC links a worker takes frames from and hands
@@ -326,6 +329,7 @@ func (w *Worker) step() int {
 		time.Sleep(time.Duration(w.stall.Swap(0)))
 	}
 	w.beat.Store(w.steps)
+	w.prof.begin(w.steps)
 	w.now = w.cfg.Clock.Now()
 	w.refreshSession()
 	w.neigh = w.sh.neighbors.Load()
@@ -336,6 +340,7 @@ func (w *Worker) step() int {
 		work += w.steer.poll()
 	}
 	// LAN RX.
+	w.enter(StagePort)
 	n := w.pool.GetN(w.rx)
 	if n > 0 {
 		got, err := w.cfg.LAN.Recv(w.id, w.rx[:n])
@@ -353,12 +358,14 @@ func (w *Worker) step() int {
 	}
 	// WAN frames steered to us.
 	for i, l := range w.links.steerIn {
+		w.enter(StagePort)
 		got := l.Data.Pop(w.rx)
 		w.c.RxWAN += uint64(got)
 		w.touch(w.rx[:got])
 		for _, f := range w.rx[:got] {
 			w.fromWAN(f)
 		}
+		w.enter(StagePort)
 		w.steerOwed[i] = giveBack(l, w.pool, w.steerOwed[i]+got, w.tmp)
 		work += got
 	}
@@ -367,6 +374,7 @@ func (w *Worker) step() int {
 		if rl == nil {
 			continue
 		}
+		w.enter(StagePort)
 		k := rl.Data.Pop(w.rx)
 		for _, f := range w.rx[:k] {
 			if f.Flags&flagFromWAN != 0 {
@@ -375,17 +383,21 @@ func (w *Worker) step() int {
 				w.fromLAN(f)
 			}
 		}
+		w.enter(StagePort)
 		w.redirOwed[j] = giveBack(rl, w.pool, w.redirOwed[j]+k, w.tmp)
 		work += k
 	}
 	w.shape()
+	w.enter(StagePort)
 	w.flush()
 	w.reclaim()
+	w.enter(StageOther)
 	// Incremental NAT expiry: 256 slots every 8th step (lookups already
 	// treat expired entries as gone; this reclaims them).
 	if w.steps++; w.steps&7 == 0 {
 		w.nat.Expire(w.now, 256)
 	}
+	w.prof.end(work)
 	return work
 }
 
@@ -473,6 +485,7 @@ func (w *Worker) redirect(f *nic.Frame, to int, fromWAN bool) {
 func (w *Worker) shape() {
 	if w.up != nil {
 		for {
+			w.enter(StageShaperDeq)
 			n := w.up.DequeueAt(w.tmp, w.now)
 			for _, f := range w.tmp[:n] {
 				w.toWAN(f)
@@ -484,6 +497,7 @@ func (w *Worker) shape() {
 	}
 	if w.down != nil {
 		for {
+			w.enter(StageShaperDeq)
 			n := w.down.DequeueAt(w.tmp, w.now)
 			for _, f := range w.tmp[:n] {
 				if f.Flags&flagToHost != 0 {
@@ -515,6 +529,10 @@ func (w *Worker) flushWAN() {
 	if len(w.wanQ) == 0 {
 		return
 	}
+	var prev Stage
+	if w.prof.on {
+		prev = w.prof.enter(StagePort)
+	}
 	n, err := w.cfg.WAN.Send(w.id, w.wanQ)
 	if err != nil {
 		w.portErr(w.cfg.WAN, err)
@@ -525,11 +543,18 @@ func (w *Worker) flushWAN() {
 	}
 	w.pool.PutN(w.wanQ)
 	w.wanQ = w.wanQ[:0]
+	if w.prof.on {
+		w.prof.resume(prev)
+	}
 }
 
 func (w *Worker) flushLAN() {
 	if len(w.lanQ) == 0 {
 		return
+	}
+	var prev Stage
+	if w.prof.on {
+		prev = w.prof.enter(StagePort)
 	}
 	n, err := w.cfg.LAN.Send(w.id, w.lanQ)
 	if err != nil {
@@ -541,6 +566,9 @@ func (w *Worker) flushLAN() {
 	}
 	w.pool.PutN(w.lanQ)
 	w.lanQ = w.lanQ[:0]
+	if w.prof.on {
+		w.prof.resume(prev)
+	}
 }
 
 func (w *Worker) flushRedirect(j int) {

@@ -35,6 +35,87 @@ type Options struct {
 	// IPv6 replaces the traffic with IPv6 flows (routed, through the
 	// firewall).
 	IPv6 bool
+	// Stages samples the per-stage costs: one step in 2^StageShift of each
+	// thread over the run, every step while the NAT is primed (where
+	// each flow's first packet is a NAT insert).
+	Stages     bool
+	StageShift int
+}
+
+// StageResult is one stage's sampled cost.
+type StageResult struct {
+	Stage string `json:"stage"`
+	// NsPerPkt: the stage's time per packet handled in sampled steps;
+	// Share: its part of the sampled time.
+	NsPerPkt float64 `json:"ns_per_pkt"`
+	Share    float64 `json:"share"`
+	// Events: the marks entering the stage; NsPerEvent: its time per
+	// event (for nat_lookup and nat_insert, per packet that met them).
+	Events     uint64  `json:"events"`
+	NsPerEvent float64 `json:"ns_per_event"`
+	// NsPerPktScaled: Share of the run's CPU ns per packet (Result.
+	// CPUNsPerPkt), so that the stages add up to the measured cost.
+	NsPerPktScaled float64 `json:"ns_per_pkt_scaled"`
+}
+
+// Stages are the sampled stage costs of a run.
+type Stages struct {
+	// Every: one step in Every was sampled; SampledSteps and
+	// SampledPackets: the steps sampled and the frames they handled.
+	Every          int     `json:"every"`
+	SampledSteps   uint64  `json:"sampled_steps"`
+	SampledPackets uint64  `json:"sampled_packets"`
+	ClockReadNs    int64   `json:"clock_read_ns"`
+	NsPerPkt       float64 `json:"ns_per_pkt"` // all stages
+	// Inflation is NsPerPkt over the run's CPU ns per packet: a sampled
+	// step runs slower than the others, as each clock read stalls the
+	// pipeline and the overlap of one packet's cache misses with the
+	// next packet's work. The scaled figures assume every stage is
+	// slowed alike; memory-bound stages (the NAT with many flows) are
+	// slowed more, so their scaled share is an upper bound.
+	Inflation float64 `json:"inflation"`
+	// NATInsertNs: ns per NAT insert, from priming (every step
+	// sampled, one insert per flow).
+	NATInsertNs float64       `json:"nat_insert_ns"`
+	NATInserts  uint64        `json:"nat_inserts"`
+	PerStage    []StageResult `json:"per_stage"`
+}
+
+// scale fills in the scaled figures against the run's CPU ns per packet.
+func (st *Stages) scale(cpuNsPerPkt float64) {
+	if st.NsPerPkt <= 0 || cpuNsPerPkt <= 0 {
+		return
+	}
+	st.Inflation = st.NsPerPkt / cpuNsPerPkt
+	for i := range st.PerStage {
+		st.PerStage[i].NsPerPktScaled = st.PerStage[i].Share * cpuNsPerPkt
+	}
+}
+
+// stagesOf turns sampled sums into per-packet figures.
+func stagesOf(c dataplane.StageCosts, shift int) *Stages {
+	st := &Stages{Every: 1 << shift, SampledSteps: c.Steps, SampledPackets: c.Packets, ClockReadNs: c.ClockNs}
+	var sum int64
+	for _, ns := range c.Ns {
+		sum += ns
+	}
+	for s := dataplane.Stage(0); s < dataplane.NumStages; s++ {
+		r := StageResult{Stage: s.String(), Events: c.Events[s]}
+		if c.Packets > 0 {
+			r.NsPerPkt = float64(c.Ns[s]) / float64(c.Packets)
+		}
+		if sum > 0 {
+			r.Share = float64(c.Ns[s]) / float64(sum)
+		}
+		if r.Events > 0 {
+			r.NsPerEvent = float64(c.Ns[s]) / float64(r.Events)
+		}
+		st.PerStage = append(st.PerStage, r)
+	}
+	if c.Packets > 0 {
+		st.NsPerPkt = float64(sum) / float64(c.Packets)
+	}
+	return st
 }
 
 // WorkerResult is one worker's share.
@@ -68,8 +149,10 @@ type Result struct {
 	AllocsPerPkt  float64           `json:"allocs_per_pkt"`
 	Drops         map[string]uint64 `json:"drops"`
 	PerWorker     []WorkerResult    `json:"per_worker"`
-	LANToWAN      uint64            `json:"lan_to_wan"`
-	WANToLAN      uint64            `json:"wan_to_lan"`
+	// Stages: with Options.Stages, the sampled per-stage costs.
+	Stages   *Stages `json:"stages,omitempty"`
+	LANToWAN uint64  `json:"lan_to_wan"`
+	WANToLAN uint64  `json:"wan_to_lan"`
 }
 
 // Run builds the traffic, primes the NAT with one packet per flow, then
@@ -124,6 +207,9 @@ func Run(o Options) (*Result, error) {
 	}
 	e.SetLAN6(l6)
 
+	if o.Stages {
+		e.SampleStages(0)
+	}
 	var lanPkts [][][]byte
 	var wanPkts [][]byte
 	if o.IPv6 {
@@ -157,6 +243,11 @@ func Run(o Options) (*Result, error) {
 		wan.Replay(0, wanPkts)
 	}
 
+	var primed dataplane.StageCosts
+	if o.Stages {
+		primed = e.Stages()
+		e.SampleStages(o.StageShift)
+	}
 	before := e.Totals()
 	beforeW := perWorker(e)
 	// Allocations are read inside the run, after the threads started and
@@ -213,6 +304,14 @@ func Run(o Options) (*Result, error) {
 		res.SteerNsPerPkt = float64(after.SteerNanos-before.SteerNanos) / float64(sp)
 	}
 	res.AllocsPerPkt = float64(a1-a0) / float64(res.Packets)
+	if o.Stages {
+		res.Stages = stagesOf(e.Stages(), o.StageShift)
+		res.Stages.scale(res.CPUNsPerPkt)
+		if n := primed.Events[dataplane.StageNATInsert]; n > 0 {
+			res.Stages.NATInserts = n
+			res.Stages.NATInsertNs = float64(primed.Ns[dataplane.StageNATInsert]) / float64(n)
+		}
+	}
 	for i, d := range after.Drops {
 		if n := d - before.Drops[i]; n != 0 {
 			res.Drops[dataplane.Reason(i).String()] = n

@@ -97,3 +97,44 @@ func TestRunSteerModes(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStages: --stages reports one NAT insert per flow from priming,
+// none in the window, every stage of the IPv4 path, and scaled figures
+// that add up to the run's CPU ns per packet.
+func TestRunStages(t *testing.T) {
+	sp, err := shaper.ParseSpec("bandwidth 100gbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, steer := range []dataplane.SteerMode{dataplane.SteerLocal, dataplane.SteerThread} {
+		r, err := Run(Options{Workers: 2, Flows: 512, Size: "64", Duration: 300 * time.Millisecond, Shape: sp, Steer: steer, Stages: true, StageShift: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := r.Stages
+		if st == nil || st.Every != 4 || st.SampledPackets == 0 || st.NATInserts != 512 || st.NATInsertNs <= 0 {
+			t.Fatalf("%v: stages %+v", steer, st)
+		}
+		var scaled float64
+		for _, s := range st.PerStage {
+			scaled += s.NsPerPktScaled
+			switch s.Stage {
+			case "nat_insert":
+				if s.Events != 0 {
+					t.Errorf("%v: %d NAT inserts in a window of known flows", steer, s.Events)
+				}
+			case "port", "steer", "parse", "nat_lookup", "forward", "shaper_enq", "shaper_deq", "encap":
+				if s.Events == 0 || s.NsPerPkt <= 0 {
+					t.Errorf("%v: stage %+v", steer, s)
+				}
+			}
+		}
+		if d := scaled - r.CPUNsPerPkt; d > 1e-6*r.CPUNsPerPkt || d < -1e-6*r.CPUNsPerPkt {
+			t.Fatalf("%v: scaled stages add up to %.3f ns/pkt, the run's cost is %.3f", steer, scaled, r.CPUNsPerPkt)
+		}
+	}
+	r, err := Run(Options{Workers: 1, Flows: 64, Size: "64", Duration: 100 * time.Millisecond})
+	if err != nil || r.Stages != nil {
+		t.Fatalf("without Stages: %v, %+v", err, r.Stages)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"runtime/pprof"
 	"sort"
@@ -17,7 +18,7 @@ import (
 const benchUsage = `Usage: pppfwd bench <scenario> [flags]
 
 Scenarios:
-  pipeline   the whole dataplane over in-memory ports (steering, PPPoE, NAT, MSS clamp, shaper)
+  pipeline   the whole dataplane over in-memory ports (steering, PPPoE, NAT, MSS clamp, shaper); --stages: per-stage costs
   scale      the pipeline swept over workers, flows, sizes and steering: CSV, plots, a per-core model
   shaper     FQ-CoDel latency under load (bulk at 2x the rate plus a sparse ping) through the pipeline
   nat        the NAT44 conntrack table: lookup, insert, expiry cost and bytes per entry
@@ -74,7 +75,13 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	ipv6 := fs.Bool("ipv6", false, "IPv6 flows (routed through the firewall) instead of IPv4 (NAT)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	prof := fs.String("cpuprofile", "", "write a pprof CPU profile to this file")
+	stages := fs.Bool("stages", false, "sample per-stage costs (ns/pkt for steering, decap and checks, NAT lookup and insert, forwarding, shaper enqueue/dequeue, encap, port bookkeeping)")
+	stageEvery := fs.Int("stage-every", 256, "with --stages, sample one step in this many (a power of two)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *stageEvery < 1 || *stageEvery&(*stageEvery-1) != 0 {
+		fmt.Fprintf(stderr, "pppfwd: --stage-every %d: want a power of two\n", *stageEvery)
 		return 2
 	}
 	if *prof != "" {
@@ -85,7 +92,8 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
-	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU, Batch: *batch, IPv6: *ipv6}
+	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU, Batch: *batch, IPv6: *ipv6,
+		Stages: *stages, StageShift: bits.TrailingZeros(uint(*stageEvery))}
 	if *shape != "off" {
 		sp, err := shaper.ParseSpec(*shape)
 		if err != nil {
@@ -116,6 +124,15 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "Mpps (wall)\t%.3f\ncpu ns/pkt\t%.1f\nsteer ns/pkt\t%.1f\nallocs/pkt\t%.4f\n", res.Mpps, res.CPUNsPerPkt, res.SteerNsPerPkt, res.AllocsPerPkt)
 		for _, w := range res.PerWorker {
 			fmt.Fprintf(tw, "worker %d\t%d pkts, %.1f cpu ns/pkt, %d steered, %d redirected, %d WAN handed over\n", w.Worker, w.Packets, w.NsPerPkt, w.Steered, w.Redirects, w.WANRedirects)
+		}
+		if st := res.Stages; st != nil {
+			fmt.Fprintf(tw, "stages\tone step in %d sampled: %d steps, %d packets, %.1f ns/pkt in all, %.2fx the run's cpu ns/pkt (clock read %d ns, taken off)\n", st.Every, st.SampledSteps, st.SampledPackets, st.NsPerPkt, st.Inflation, st.ClockReadNs)
+			for _, s := range st.PerStage {
+				fmt.Fprintf(tw, "stage %s\t%.1f ns/pkt scaled to the run (%.1f%%); sampled %.1f ns/pkt, %d events, %.1f ns/event\n", s.Stage, s.NsPerPktScaled, 100*s.Share, s.NsPerPkt, s.Events, s.NsPerEvent)
+			}
+			if st.NATInserts > 0 {
+				fmt.Fprintf(tw, "nat insert\t%.1f ns each (%d while priming)\n", st.NATInsertNs, st.NATInserts)
+			}
 		}
 		names := make([]string, 0, len(res.Drops))
 		for k := range res.Drops {

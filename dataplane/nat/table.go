@@ -235,6 +235,10 @@ func (t *Table) PublicAddr() uint32 { return t.pub }
 // RedirectTarget is the worker the last Redirect verdict named.
 func (t *Table) RedirectTarget() int { return t.redirect }
 
+// Allocations returns the flows and forward states created so far
+// (Stats().Allocations, without copying the stats).
+func (t *Table) Allocations() uint64 { return t.stats.Allocations }
+
 // Entries returns the live flows (conntrack entries), for the owner to
 // publish.
 func (t *Table) Entries() uint64 { return t.stats.Entries }
