@@ -17,6 +17,7 @@ var CSVHeader = []string{
 	"allocs_per_pkt", "steered_share", "redirected_share", "busiest_worker_share", "idle_workers", "packets", "lan_to_wan", "wan_to_lan", "seconds",
 	"worker_packets", "worker_cpu_ns", "worker_steer_ns", "worker_work_ns", "worker_off_cpu_ns",
 	"steer_thread_cpu_ns", "steer_thread_steer_ns", "error",
+	"wan_redirected_share", "worker_wan_redirected",
 }
 
 // WriteCSV writes one row per point under CSVHeader.
@@ -59,5 +60,6 @@ func csvRow(p *Point) []string {
 		list(func(c WorkerCPU) uint64 { return c.WorkNs }),
 		list(func(c WorkerCPU) uint64 { return c.OffCPUNs }),
 		u(stCPU), u(stSteer), p.Error,
+		f(p.WANRedirectedShare), list(func(c WorkerCPU) uint64 { return c.WANRedirects }),
 	}
 }

@@ -58,6 +58,113 @@ func TestModelKnownRates(t *testing.T) {
 	}
 }
 
+// TestModelLocal: local steering at ref costs 100 + 0.5*40 = 120 ns per
+// packet on every worker, and a hand-over of c_hop 60 ns adds 0.5*h*60.
+func TestModelLocal(t *testing.T) {
+	placed := ref
+	half := Costs{WorkNs: 100, SteerNs: 40, Share: 0.5, Hop: 0.5, HopNs: 60}
+	hashed := Costs{WorkNs: 100, SteerNs: 40, Share: 0.5, Hop: HopHashed, HopNs: 60}
+	for _, c := range []struct {
+		name    string
+		c       Costs
+		workers int
+		mpps    float64
+	}{
+		{"placed", placed, 1, 1e3 / 120},
+		{"placed", placed, 2, 2e3 / 120},
+		// Past inline's and the thread's 50 Mpps ceiling: no core
+		// steers for the others.
+		{"placed", placed, 16, 16e3 / 120},
+		{"placed", placed, 0, 0},
+		// One worker hands nothing over, whatever h.
+		{"h 0.5", half, 1, 1e3 / 120},
+		{"h 0.5", half, 2, 2e3 / 135},
+		{"h 0.5", half, 8, 8e3 / 135},
+		{"h above 1 counts as 1", Costs{WorkNs: 100, SteerNs: 40, Share: 0.5, Hop: 1.5, HopNs: 60}, 2, 2e3 / 150},
+		{"negative h other than hashed counts as 0", Costs{WorkNs: 100, SteerNs: 40, Share: 0.5, Hop: -0.5, HopNs: 60}, 2, 2e3 / 120},
+		// Hashed: h = (n-1)/n: 0.5*0.5*60 = 15 ns at 2, 0.5*0.75*60 =
+		// 22.5 ns at 4.
+		{"hashed", hashed, 1, 1e3 / 120},
+		{"hashed", hashed, 2, 2e3 / 135},
+		{"hashed", hashed, 4, 4e3 / 142.5},
+		{"no work cost", Costs{SteerNs: 40, Share: 0.5}, 4, 0},
+	} {
+		near(t, c.name+" Rate", Rate(c.c, dataplane.SteerLocal, c.workers)/1e6, c.mpps, 1e-12)
+	}
+	if HasCeiling(dataplane.SteerLocal) || !HasCeiling(dataplane.SteerInline) || !HasCeiling(dataplane.SteerThread) {
+		t.Error("HasCeiling: want a ceiling for inline and thread only")
+	}
+	for _, c := range []Costs{placed, hashed, {WorkNs: 5, SteerNs: 40, Share: 0.5}} {
+		if n := SaturationCores(c, dataplane.SteerLocal); n != 0 {
+			t.Errorf("%+v: local saturation at %d cores, want never (0)", c, n)
+		}
+	}
+	if n := CoresFor(dataplane.SteerLocal, 3); n != 3 {
+		t.Errorf("local: 3 workers on %d cores, want 3", n)
+	}
+	// placed: n/120 ns >= 20 Mpps from n = 3 (2.4); 60 Mpps from n = 8
+	// (7.2), past the ceiling the other modes never pass.
+	for _, c := range []struct {
+		name     string
+		c        Costs
+		mpps     float64
+		maxCores int
+		want     int
+	}{
+		{"placed to 20 Mpps", placed, 20, 16, 3},
+		{"placed to 60 Mpps", placed, 60, 16, 8},
+		{"placed to 60 Mpps on 7 cores", placed, 60, 7, 0},
+		// hashed: 8 workers 8/(120+26.25) ns = 54.7 Mpps, 9 workers
+		// 9/(120+26.67) ns = 61.4 Mpps.
+		{"hashed to 60 Mpps", hashed, 60, 16, 9},
+	} {
+		if n := CoresToReach(c.c, dataplane.SteerLocal, c.mpps*1e6, c.maxCores); n != c.want {
+			t.Errorf("%s: %d cores, want %d", c.name, n, c.want)
+		}
+	}
+	for n, want := range map[int]float64{0: 0, 1: 0, 2: 0.5, 4: 0.75} {
+		near(t, "hashed h", hashed.hop(n), want, 1e-12)
+	}
+}
+
+// TestModelLocalShape: for random costs local steering with frames
+// placed on their owner's queue scales linearly (R(n) = n*R(1)), is never
+// slower than inline steering, and passes the steering ceiling of the
+// other modes; with hashed arrival it is never faster than placed, stays
+// under linear scaling, and never falls from 2 workers on.
+func TestModelLocalShape(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 2000; i++ {
+		c := Costs{WorkNs: 1 + 500*rng.Float64(), SteerNs: 1 + 100*rng.Float64(), Share: 0.05 + 0.9*rng.Float64()}
+		h := c
+		h.Hop, h.HopNs = HopHashed, 1+300*rng.Float64()
+		r1 := Rate(c, dataplane.SteerLocal, 1)
+		passed := false
+		prev := 0.0
+		for n := 1; n <= 64; n++ {
+			r := Rate(c, dataplane.SteerLocal, n)
+			if math.Abs(r-float64(n)*r1) > 1e-9*r {
+				t.Fatalf("%+v: local R(%d) = %v, want n*R(1) = %v", c, n, r, float64(n)*r1)
+			}
+			if in := Rate(c, dataplane.SteerInline, n); r < in*(1-1e-12) {
+				t.Fatalf("%+v: local R(%d) = %v below inline %v", c, n, r, in)
+			}
+			passed = passed || r > Ceiling(c)
+			rh := Rate(h, dataplane.SteerLocal, n)
+			if rh > r*(1+1e-12) || rh > float64(n)/c.WorkNs*1e9*(1+1e-12) {
+				t.Fatalf("%+v: hashed R(%d) = %v above placed %v or linear", h, n, rh, r)
+			}
+			if n > 2 && rh < prev*(1-1e-12) {
+				t.Fatalf("%+v: hashed R(%d) = %v < R(%d) = %v", h, n, rh, n-1, prev)
+			}
+			prev = rh
+		}
+		if Ridge(c) < 32 && !passed {
+			t.Fatalf("%+v: local never passed the ceiling %v by 64 workers (ridge %v)", c, Ceiling(c), Ridge(c))
+		}
+	}
+}
+
 func TestModelNoSteering(t *testing.T) {
 	c := Costs{WorkNs: 100, SteerNs: 40, Share: 0}
 	if !math.IsInf(Ceiling(c), 1) || !math.IsInf(Ridge(c), 1) {
@@ -66,7 +173,7 @@ func TestModelNoSteering(t *testing.T) {
 	if n := SaturationCores(c, dataplane.SteerInline); n != 0 {
 		t.Errorf("nothing steered: saturates at %d cores, want never (0)", n)
 	}
-	for _, m := range []dataplane.SteerMode{dataplane.SteerInline, dataplane.SteerThread} {
+	for _, m := range []dataplane.SteerMode{dataplane.SteerInline, dataplane.SteerThread, dataplane.SteerLocal} {
 		near(t, "linear rate", Rate(c, m, 7)/1e6, 70, 1e-12)
 	}
 	if r := Rate(Costs{}, dataplane.SteerInline, 4); r != 0 {
@@ -121,6 +228,11 @@ func TestModelClock(t *testing.T) {
 		t.Errorf("2 GHz -> 1 GHz: %+v, want costs doubled and share kept", half)
 	}
 	near(t, "rate at half the clock", Rate(half, dataplane.SteerInline, 3), Rate(ref, dataplane.SteerInline, 3)/2, 1e-12)
+	hop := Costs{WorkNs: 100, SteerNs: 40, Share: 0.5, Hop: 0.25, HopNs: 60}.AtClock(2.0, 1.0)
+	if hop.HopNs != 120 || hop.Hop != 0.25 {
+		t.Errorf("2 GHz -> 1 GHz: %+v, want c_hop doubled and h kept", hop)
+	}
+	near(t, "local rate at half the clock", Rate(hop, dataplane.SteerLocal, 3), Rate(Costs{WorkNs: 100, SteerNs: 40, Share: 0.5, Hop: 0.25, HopNs: 60}, dataplane.SteerLocal, 3)/2, 1e-12)
 	if got := ref.AtClock(0, 2); got != ref {
 		t.Errorf("unknown clock: %+v, want the costs unchanged", got)
 	}

@@ -90,14 +90,17 @@ func ParseSizes(s string) ([]string, error) {
 // SteerName is the word for a steering mode, as `bench pipeline --steer`
 // takes it.
 func SteerName(m dataplane.SteerMode) string {
-	if m == dataplane.SteerThread {
+	switch m {
+	case dataplane.SteerThread:
 		return "thread"
+	case dataplane.SteerLocal:
+		return "local"
 	}
 	return "inline"
 }
 
 // ParseSteer reads a comma-separated list of distinct steering modes
-// (inline, thread).
+// (local, inline, thread).
 func ParseSteer(s string) ([]dataplane.SteerMode, error) {
 	parts, err := splitList(s)
 	if err != nil {
@@ -108,12 +111,14 @@ func ParseSteer(s string) ([]dataplane.SteerMode, error) {
 	for _, p := range parts {
 		var m dataplane.SteerMode
 		switch p {
+		case "local":
+			m = dataplane.SteerLocal
 		case "inline":
 			m = dataplane.SteerInline
 		case "thread":
 			m = dataplane.SteerThread
 		default:
-			return nil, fmt.Errorf("steer %q: want inline or thread", p)
+			return nil, fmt.Errorf("steer %q: want local, inline or thread", p)
 		}
 		if seen[p] {
 			return nil, fmt.Errorf("steer %s twice", p)

@@ -45,13 +45,23 @@ func TestParseSizesAndSteer(t *testing.T) {
 	if err != nil || !slices.Equal(m, []dataplane.SteerMode{dataplane.SteerInline, dataplane.SteerThread}) {
 		t.Errorf("ParseSteer = %v, %v", m, err)
 	}
-	for _, in := range []string{"kernel", "inline,inline", "", "Inline"} {
+	m, err = ParseSteer("local, inline,thread")
+	if err != nil || !slices.Equal(m, []dataplane.SteerMode{dataplane.SteerLocal, dataplane.SteerInline, dataplane.SteerThread}) {
+		t.Errorf("ParseSteer = %v, %v", m, err)
+	}
+	for _, in := range []string{"kernel", "inline,inline", "", "Inline", "local,thread,local", "auto"} {
 		if got, err := ParseSteer(in); err == nil {
 			t.Errorf("ParseSteer(%q) = %v, want an error", in, got)
 		}
 	}
-	if SteerName(dataplane.SteerThread) != "thread" || SteerName(dataplane.SteerInline) != "inline" {
+	if SteerName(dataplane.SteerThread) != "thread" || SteerName(dataplane.SteerInline) != "inline" || SteerName(dataplane.SteerLocal) != "local" {
 		t.Error("SteerName")
+	}
+	// A point's mode is the word's.
+	for _, m := range []dataplane.SteerMode{dataplane.SteerLocal, dataplane.SteerInline, dataplane.SteerThread} {
+		if p := (Point{Steer: SteerName(m)}); p.Mode() != m {
+			t.Errorf("Point{Steer: %q}.Mode() = %v", p.Steer, p.Mode())
+		}
 	}
 }
 
@@ -121,9 +131,9 @@ func FuzzParseSizes(f *testing.F) {
 	})
 }
 
-// FuzzParseSteer: only the two words, each once.
+// FuzzParseSteer: only the three words, each once.
 func FuzzParseSteer(f *testing.F) {
-	for _, s := range []string{"inline", "inline,thread", "thread,thread", "x"} {
+	for _, s := range []string{"inline", "inline,thread", "thread,thread", "x", "local,inline,thread", "local,local"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -131,8 +141,15 @@ func FuzzParseSteer(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(got) < 1 || len(got) > 2 || (len(got) == 2 && got[0] == got[1]) {
+		if len(got) < 1 || len(got) > 3 {
 			t.Fatalf("%q: %v", s, got)
+		}
+		seen := map[dataplane.SteerMode]bool{}
+		for _, m := range got {
+			if seen[m] || (m != dataplane.SteerLocal && m != dataplane.SteerInline && m != dataplane.SteerThread) {
+				t.Fatalf("%q: %v", s, got)
+			}
+			seen[m] = true
 		}
 		names := make([]string, len(got))
 		for i, m := range got {

@@ -20,7 +20,7 @@ type Options struct {
 	Workers  []int                 // worker counts (default 1..NumCPU)
 	Flows    []int                 // flow counts (default 1, 100, 10000)
 	Sizes    []string              // frame size specs (default 64, imix, 1500)
-	Steer    []dataplane.SteerMode // steering modes (default inline)
+	Steer    []dataplane.SteerMode // steering modes (default inline; the command's local, inline, thread)
 	Duration time.Duration         // measured window per run (default 2 s)
 	Repeat   int                   // runs per point; the point is the median run (default 1)
 	// Shape, Pin, Batch and IPv6 are passed to every run as
@@ -52,6 +52,9 @@ type WorkerCPU struct {
 	NsPerPkt  float64 `json:"cpu_ns_per_pkt"`
 	Steered   uint64  `json:"steered"`
 	Redirects uint64  `json:"redirected"`
+	// WANRedirects: WAN frames the worker's own steering handed to
+	// another worker, their owner (local steering).
+	WANRedirects uint64 `json:"wan_redirected"`
 }
 
 // Point is one measured combination.
@@ -79,6 +82,11 @@ type Point struct {
 	AllocsPerPkt    float64 `json:"allocs_per_pkt"`
 	SteeredShare    float64 `json:"steered_share"`
 	RedirectedShare float64 `json:"redirected_share"`
+	// WANRedirectedShare is h: the WAN frames the workers' own steering
+	// handed to another worker (local steering), per frame they steered;
+	// 0 in the other modes, whose hand-over of every frame is part of
+	// steering.
+	WANRedirectedShare float64 `json:"wan_redirected_share"`
 	// BusiestShare is the busiest worker's share of the packets (1/n
 	// when the work is even); IdleWorkers counts workers that forwarded
 	// nothing (the traffic's flows belong to fewer workers: the NAT
@@ -98,10 +106,14 @@ type Point struct {
 // OK reports whether the point was measured.
 func (p *Point) OK() bool { return p.Error == "" && p.Packets > 0 }
 
-// Mode is the point's steering mode.
+// Mode is the point's steering mode (inline for a word SteerName does
+// not give).
 func (p *Point) Mode() dataplane.SteerMode {
-	if p.Steer == "thread" {
+	switch p.Steer {
+	case "thread":
 		return dataplane.SteerThread
+	case "local":
+		return dataplane.SteerLocal
 	}
 	return dataplane.SteerInline
 }
@@ -238,13 +250,19 @@ func fromResult(p *Point, r *pipeline.Result) {
 		p.Drops = r.Drops
 	}
 	wall := r.Seconds * 1e9
-	var workerCPU, redirects uint64
+	var workerCPU, redirects, steered, wanRedirects uint64
 	for _, w := range r.PerWorker {
-		c := WorkerCPU{Worker: w.Worker, Packets: w.Packets, CPUNs: w.CPUNs, NsPerPkt: w.NsPerPkt, Steered: w.Steered, Redirects: w.Redirects}
+		c := WorkerCPU{Worker: w.Worker, Packets: w.Packets, CPUNs: w.CPUNs, NsPerPkt: w.NsPerPkt, Steered: w.Steered,
+			Redirects: w.Redirects, WANRedirects: w.WANRedirects}
 		split(&c, float64(w.Steered)*r.SteerNsPerPkt, wall)
 		workerCPU += w.CPUNs
 		redirects += w.Redirects
+		steered += w.Steered
+		wanRedirects += w.WANRedirects
 		p.PerWorker = append(p.PerWorker, c)
+	}
+	if steered > 0 {
+		p.WANRedirectedShare = float64(wanRedirects) / float64(steered)
 	}
 	if p.Mode() == dataplane.SteerThread {
 		// The steering thread's CPU is what the run's CPU total holds
@@ -286,7 +304,10 @@ func split(c *WorkerCPU, steerNs, wallNs float64) {
 // Measured returns the model's costs from a point: c_work is the
 // workers' CPU time minus the steering time they spent, per forwarded
 // packet; c_steer the run's steering ns per steered frame; s the WAN->LAN
-// share of the forwarded packets.
+// share of the forwarded packets; h the WAN frames the workers' own
+// steering handed over, per steered frame (local steering; 0 at one
+// worker). c_hop is not measured: the pipeline places each WAN frame on
+// its owner's queue, so there is next to nothing to measure it on.
 func Measured(p *Point) Costs {
 	if !p.OK() {
 		return Costs{}
@@ -295,5 +316,5 @@ func Measured(p *Point) Costs {
 	for _, w := range p.PerWorker {
 		work += w.WorkNs
 	}
-	return Costs{WorkNs: float64(work) / float64(p.Packets), SteerNs: p.SteerNsPerPkt, Share: p.SteeredShare}
+	return Costs{WorkNs: float64(work) / float64(p.Packets), SteerNs: p.SteerNsPerPkt, Share: p.SteeredShare, Hop: p.WANRedirectedShare}
 }

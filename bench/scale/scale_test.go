@@ -21,9 +21,9 @@ import (
 
 // fakeRun returns a pipeline result built from known costs: c_work 100
 // ns, c_steer 40 ns per steered frame, half the packets steered, on
-// worker 0 (inline) or a thread of its own; 1e6 packets per run, split
-// evenly over the workers; the wall time is chosen so that the rate is
-// mpps(workers).
+// worker 0 (inline), a thread of its own, or by every worker its share
+// (local); 1e6 packets per run, split evenly over the workers; the wall
+// time is chosen so that the rate is mpps(workers).
 func fakeRun(mpps func(o pipeline.Options) float64) func(pipeline.Options) (*pipeline.Result, error) {
 	return func(o pipeline.Options) (*pipeline.Result, error) {
 		const packets, steerNs, workNs = 1_000_000, 40.0, 100.0
@@ -36,6 +36,10 @@ func fakeRun(mpps func(o pipeline.Options) float64) func(pipeline.Options) (*pip
 			w.CPUNs = uint64(float64(w.Packets) * workNs)
 			if i == 0 && o.Steer == dataplane.SteerInline {
 				w.Steered = packets / 2
+				w.CPUNs += uint64(float64(w.Steered) * steerNs)
+			}
+			if o.Steer == dataplane.SteerLocal {
+				w.Steered = packets / 2 / uint64(o.Workers)
 				w.CPUNs += uint64(float64(w.Steered) * steerNs)
 			}
 			w.NsPerPkt = float64(w.CPUNs) / float64(w.Packets)
@@ -172,6 +176,122 @@ func TestSweepFitsKnownCosts(t *testing.T) {
 	}
 }
 
+// TestSweepFitsLocal: local steering's points, fit, checks and
+// predictions: every worker steers its share, no ridge or ceiling, and
+// the h a point measured is reported with it.
+func TestSweepFitsLocal(t *testing.T) {
+	// At 2 workers each worker hands half the frames it steered to the
+	// other: h = 0.5.
+	run := func(o pipeline.Options) (*pipeline.Result, error) {
+		r, err := fakeRun(fakeMpps)(o)
+		if o.Workers == 2 {
+			for i := range r.PerWorker {
+				r.PerWorker[i].WANRedirects = r.PerWorker[i].Steered / 2
+			}
+		}
+		return r, err
+	}
+	pts, err := Sweep(Options{Workers: []int{1, 2}, Flows: []int{100}, Sizes: []string{"64"},
+		Steer: []dataplane.SteerMode{dataplane.SteerLocal}, Duration: time.Millisecond, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 2 || pts[0].Steer != "local" || pts[0].Mode() != dataplane.SteerLocal || pts[1].Threads != 2 || pts[1].SteerThread != nil {
+		t.Fatalf("points %+v", pts)
+	}
+	// 2 workers: each steered 2.5e5 frames at 40 ns and handed over half.
+	for _, w := range pts[1].PerWorker {
+		if w.Steered != 250_000 || w.SteerNs != 10_000_000 || w.WorkNs != 50_000_000 || w.WANRedirects != 125_000 {
+			t.Errorf("2 workers, worker %d: %+v", w.Worker, w)
+		}
+	}
+	if pts[0].WANRedirectedShare != 0 || pts[1].WANRedirectedShare != 0.5 {
+		t.Errorf("h: %v at 1 worker, %v at 2; want 0 and 0.5", pts[0].WANRedirectedShare, pts[1].WANRedirectedShare)
+	}
+	if c := Measured(&pts[0]); math.Abs(c.WorkNs-100) > 1e-9 || c.SteerNs != 40 || c.Share != 0.5 || c.Hop != 0 {
+		t.Errorf("1 worker: costs %+v, want 100 ns work, 40 ns steering, share 0.5, h 0", c)
+	}
+
+	m := Machine{CPUs: 2, ClockGHz: 2.0}
+	md := BuildModel(pts, m, ModelOptions{})
+	if len(md.Fits) != 1 || md.Fits[0].Steer != "local" || len(md.Fits[0].Checks) != 2 {
+		t.Fatalf("fits %+v", md.Fits)
+	}
+	f := md.Fits[0]
+	// R(n) = n/(100+20) ns: 8.333 Mpps against 6.667 (+25 %), 16.667
+	// against 12 (+38.9 %); c_hop is not measured, so h = 0.5 costs
+	// nothing in the model, and a note says so.
+	near(t, "check 1 predicted", f.Checks[0].PredictedMpps, 1e3/120, 1e-9)
+	near(t, "check 1 error", f.Checks[0].RelError, 0.25, 1e-9)
+	near(t, "check 2 predicted", f.Checks[1].PredictedMpps, 2e3/120, 1e-9)
+	near(t, "check 2 error", f.Checks[1].RelError, (2e3/120-12)/12, 1e-9)
+	if f.Checks[0].HopShare != 0 || f.Checks[1].HopShare != 0.5 {
+		t.Errorf("checks' h: %+v", f.Checks)
+	}
+	noted := false
+	for _, n := range md.Notes {
+		noted = noted || strings.Contains(n, "flows=100 size=64 steer=local: up to 50.0 %")
+	}
+	if !noted {
+		t.Errorf("no note of the unmodelled hand-over: %q", md.Notes)
+	}
+	if len(f.Targets) != 1+len(Targets) {
+		t.Fatalf("targets %+v", f.Targets)
+	}
+	for _, p := range f.Targets {
+		if p.RidgeWorkers != nil || p.CeilingMpps != nil || p.SaturationCores != 0 || p.Costs.Hop != 0 {
+			t.Errorf("%s: ridge %v ceiling %v saturation %d h %v; want none, none, never, 0", p.Name, p.RidgeWorkers, p.CeilingMpps, p.SaturationCores, p.Costs.Hop)
+		}
+		for _, l := range p.Lines {
+			if l.CeilingBelow {
+				t.Errorf("%s against %s: a ceiling below the line", p.Name, l.Link)
+			}
+		}
+	}
+	// The J4105 at 1.5 GHz: 4/3 x 120 ns = 160 ns per packet per core:
+	// 25 Mpps on 4 cores, short of 10GbE's 26.04 Mpps at 72 B.
+	j := f.Targets[1]
+	near(t, "J4105 base at 4 cores", j.AllCoresMpps, 25, 1e-9)
+	near(t, "J4105 efficiency at 4", j.Curve[3].Efficiency, 1, 1e-12)
+	if l := j.Lines[0]; l.CoresNeeded != 1 {
+		t.Errorf("J4105 against 1GbE: %+v", l)
+	}
+	if l := j.Lines[2]; l.CoresNeeded != 0 {
+		t.Errorf("J4105 against 10GbE: %+v", l)
+	}
+	// 16 cores at 3 GHz: 80 ns per packet per core; 10GbE's 26.04 Mpps
+	// takes 3 (2.08).
+	if l := f.Targets[3].Lines[2]; l.CoresNeeded != 3 {
+		t.Errorf("16 cores against 10GbE: %+v", l)
+	}
+
+	rep := &Report{Bench: "scale", Machine: m, Points: pts, Model: md}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Fatal(err)
+	}
+	var tb bytes.Buffer
+	tw := tabwriter.NewWriter(&tb, 0, 4, 2, ' ', 0)
+	WriteTable(tw, rep)
+	tw.Flush()
+	for _, want := range []string{"fit flows=100 size=64 steer=local", "error +25.0 %, h 0.000", "h 0.500", "local steering: R(n) = n/(c_work + s*c_steer + s*h*c_hop)"} {
+		if !strings.Contains(tb.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tb.String())
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteCSV(&b, pts); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCSV(t, rows, len(pts))
+	if r := rows[2]; r[col(t, "steer")] != "local" || r[col(t, "wan_redirected_share")] != "0.5" || r[col(t, "worker_wan_redirected")] != "125000;125000" {
+		t.Errorf("CSV row of 2 workers: %q", r)
+	}
+}
+
 func TestSweepMedianAndErrors(t *testing.T) {
 	calls := 0
 	run := fakeRun(func(o pipeline.Options) float64 {
@@ -230,6 +350,9 @@ func TestOversubscribed(t *testing.T) {
 	if len(got) != 1 || got[0] != 2 {
 		t.Errorf("thread on 2 CPUs: %v, want [2] (2 workers and the steering thread)", got)
 	}
+	if got = Oversubscribed([]int{1, 2, 3}, []dataplane.SteerMode{dataplane.SteerLocal}, 2); len(got) != 1 || got[0] != 3 {
+		t.Errorf("local on 2 CPUs: %v, want [3]", got)
+	}
 	pts, _ := Sweep(Options{Workers: []int{4096}, Flows: []int{1}, Sizes: []string{"64"}, Run: fakeRun(fakeMpps)})
 	if !pts[0].Oversubscribed {
 		t.Error("4096 workers not marked oversubscribed")
@@ -238,7 +361,7 @@ func TestOversubscribed(t *testing.T) {
 
 func TestCSVAndPlots(t *testing.T) {
 	pts, err := Sweep(Options{Workers: []int{1, 2}, Flows: []int{100, 10000}, Sizes: []string{"64"},
-		Steer: []dataplane.SteerMode{dataplane.SteerInline, dataplane.SteerThread}, Run: fakeRun(fakeMpps)})
+		Steer: []dataplane.SteerMode{dataplane.SteerInline, dataplane.SteerThread, dataplane.SteerLocal}, Run: fakeRun(fakeMpps)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +388,7 @@ func TestCSVAndPlots(t *testing.T) {
 	if len(files) != 8 {
 		t.Errorf("wrote %v, want 4 figures as PNG and SVG", files)
 	}
-	CheckPlots(t, dir, true, "flows=100 size=64 steer=inline", "flows=10000 size=64 steer=thread")
+	CheckPlots(t, dir, true, "flows=100 size=64 steer=inline", "flows=10000 size=64 steer=thread", "flows=10000 size=64 steer=local")
 	// Without a model there is no model figure.
 	rep.Model = nil
 	dir = t.TempDir()

@@ -21,7 +21,7 @@ func benchScale(args []string, stdout, stderr io.Writer) int {
 	workers := fs.String("workers", "", "worker counts, comma-separated (default 1..the CPUs)")
 	flows := fs.String("flows", "1,100,10000", "flow counts, comma-separated")
 	sizes := fs.String("sizes", "64,imix,1500", "LAN frame sizes, comma-separated: 64..1506 or imix")
-	steer := fs.String("steer", "inline,thread", "steering modes, comma-separated: inline (on worker 0), thread")
+	steer := fs.String("steer", "local,inline,thread", "steering modes, comma-separated: local (each worker its own WAN queue), inline (worker 0 for all), thread (a steering thread)")
 	dur := fs.Duration("duration", 2*time.Second, "measured window of each run")
 	repeat := fs.Int("repeat", 1, "runs per point; the point is the median run")
 	shape := fs.String("shape", "bandwidth 100gbit", "shaper of each direction in tc-cake words, or off (as bench pipeline)")

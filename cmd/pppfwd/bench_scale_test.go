@@ -115,6 +115,62 @@ func TestBenchScaleSmoke(t *testing.T) {
 	}
 }
 
+// TestBenchScaleLocalSmoke runs local steering's two short points through
+// the real pipeline: every worker steers its own WAN queue, the pipeline
+// places each WAN frame on its owner's queue (h = 0, as the model's
+// predictions take it), and the fit has no steering ceiling (no timing).
+func TestBenchScaleLocalSmoke(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := benchScale([]string{"--workers", "1,2", "--flows", "100", "--sizes", "64", "--steer", "local",
+		"--duration", "50ms", "--pin=false", "--model", "--clock-ghz", "2.5", "--json"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "[2/2] workers=2 flows=100 size=64 steer=local: ") {
+		t.Errorf("stderr:\n%s", errb.String())
+	}
+	var rep scale.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out.String())
+	}
+	if len(rep.Points) != 2 {
+		t.Fatalf("%d points", len(rep.Points))
+	}
+	for i, p := range rep.Points {
+		if !p.OK() || p.Steer != "local" || p.Threads != p.Workers || p.SteerThread != nil {
+			t.Fatalf("point %d: %+v", i, p)
+		}
+		var steered uint64
+		for _, w := range p.PerWorker {
+			steered += w.Steered
+			if w.WANRedirects != 0 {
+				t.Errorf("point %d worker %d handed %d WAN frames over", i, w.Worker, w.WANRedirects)
+			}
+		}
+		if steered == 0 || p.WANRedirectedShare != 0 {
+			t.Errorf("point %d: %d steered, h %v", i, steered, p.WANRedirectedShare)
+		}
+	}
+	md := rep.Model
+	if md == nil || len(md.Fits) != 1 || md.Fits[0].Steer != "local" || len(md.Fits[0].Checks) != 2 {
+		t.Fatalf("model: %+v", md)
+	}
+	for _, p := range md.Fits[0].Targets {
+		if p.RidgeWorkers != nil || p.CeilingMpps != nil || p.SaturationCores != 0 || p.AllCoresMpps <= 0 {
+			t.Errorf("target %s: %+v", p.Name, p)
+		}
+	}
+}
+
+// TestBenchScaleHelp: the steering modes' default is the three modes.
+func TestBenchScaleHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	benchScale([]string{"--help"}, &out, &errb)
+	if !strings.Contains(errb.String(), `(default "local,inline,thread")`) {
+		t.Errorf("--help:\n%s", errb.String())
+	}
+}
+
 // TestBenchScaleFlags: bad lists are refused before anything runs.
 func TestBenchScaleFlags(t *testing.T) {
 	for _, args := range [][]string{
