@@ -69,7 +69,12 @@ type Config struct {
 	// SteerWait is how long steering holds WAN receive back for a worker
 	// whose ring is full before it drops that worker's frames instead
 	// (2 ms; negative: never drop, hold back however long, for replayed
-	// traffic whose source cannot overrun).
+	// traffic whose source cannot overrun). It applies to SteerInline and
+	// SteerThread. With SteerLocal a worker never holds its own queues
+	// back for another worker's full ring unless SteerWait is negative:
+	// that would stall its own frames behind the other worker without
+	// making it drain sooner, so the full ring's frames are dropped and
+	// counted at once.
 	SteerWait time.Duration
 	// Poll is the polling threads' idle policy (PollAdaptive).
 	Poll PollMode

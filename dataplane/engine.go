@@ -168,6 +168,11 @@ func New(cfg Config) (*Engine, error) {
 			}
 			st := newSteerer(e, &w.c, qs, e.steerLinks[k], e.ctlLinks[k], e.prioLinks[k], w.pool, n)
 			st.self, st.rounds, st.prof = w, 1, &w.prof
+			if st.wait > 0 {
+				// Holding its queues back would stall this worker's own
+				// frames behind another's full ring (Config.SteerWait).
+				st.wait = 0
+			}
 			w.steer = st
 			e.steers = append(e.steers, st)
 		}

@@ -84,9 +84,10 @@ func countControl(e *Engine) map[Dir]int {
 }
 
 // TestSlowWorkerCostsOnlyItsOwnTraffic: when one worker stops taking its
-// frames, steering waits for it at most steerWait, then drops that
-// worker's frames (counted per worker) while the other worker's traffic
-// and the session's control frames keep flowing.
+// frames, steering waits for it at most steerWait (a worker steering its
+// own queue, SteerLocal, not at all), then drops that worker's frames
+// (counted per worker) while the other worker's traffic and the session's
+// control frames keep flowing.
 func TestSlowWorkerCostsOnlyItsOwnTraffic(t *testing.T) {
 	r := newRig(t, 2, nil)
 	// A port each worker owns.

@@ -140,8 +140,13 @@ type steerer struct {
 	// wait; after that the worker's frames are dropped and counted
 	// (ringFull[k]) while the other workers' traffic flows.
 	fullSince []int64
-	wait      int64 // Config.SteerWait in ns (negative: never drop)
-	ringFull  []atomic.Uint64
+	// wait is Config.SteerWait in ns (negative: never drop), or 0 for a
+	// SteerLocal steerer with SteerWait >= 0: it never holds its queues
+	// back, since that would stall self's own frames and cannot make
+	// another worker drain sooner; a full ring's frames are dropped and
+	// counted at once.
+	wait     int64
+	ringFull []atomic.Uint64
 	// rounds is how many batches poll takes from one queue: one per
 	// worker when one steerer feeds them all, one with SteerLocal (its
 	// worker has LAN work too).
@@ -229,7 +234,9 @@ func (s *steerer) reclaimLink(l *pipe) {
 // ring lacks room for a whole batch it leaves the frames in the NIC ring
 // (back-pressure instead of drops), for at most Config.SteerWait: a
 // worker that stays behind longer loses its own frames (counted), never
-// the others' or the session's control frames.
+// the others' or the session's control frames. A SteerLocal steerer does
+// not hold back unless SteerWait < 0 (wait is 0): it drops and counts a
+// full ring's frames at once and takes self's.
 func (s *steerer) poll() int {
 	s.reclaim()
 	total := 0
@@ -260,23 +267,11 @@ const (
 	ctlBurst = 256
 )
 
-// pollQueue steers one batch from queue q; -1 means no room downstream.
+// pollQueue steers one batch from queue q; -1 means no room downstream
+// (held back, or no free frame).
 func (s *steerer) pollQueue(q int) int {
-	var now int64
-	for k, l := range s.links {
-		if l == nil || l.Data.Free() >= s.minFree {
-			s.fullSince[k] = 0
-			continue
-		}
-		if now == 0 {
-			now = s.clock()
-		}
-		if s.fullSince[k] == 0 {
-			s.fullSince[k] = now
-		}
-		if s.wait < 0 || now-s.fullSince[k] < s.wait {
-			return -1
-		}
+	if s.wait != 0 && s.holdBack() {
+		return -1
 	}
 	// The control link is not waited for: a slow control plane must not
 	// hold session data back. What does not fit there is dropped and
@@ -363,6 +358,29 @@ func (s *steerer) pollQueue(q int) int {
 		s.out[s.self.id] = own[:0]
 	}
 	return got
+}
+
+// holdBack reports whether a worker's ring lacks room for a batch and
+// has lacked it for less than s.wait (always, when s.wait < 0): then the
+// queue's frames stay in the NIC ring until it drains.
+func (s *steerer) holdBack() bool {
+	var now int64
+	for k, l := range s.links {
+		if l == nil || l.Data.Free() >= s.minFree {
+			s.fullSince[k] = 0
+			continue
+		}
+		if now == 0 {
+			now = s.clock()
+		}
+		if s.fullSince[k] == 0 {
+			s.fullSince[k] = now
+		}
+		if s.wait < 0 || now-s.fullSince[k] < s.wait {
+			return true
+		}
+	}
+	return false
 }
 
 // steerFragment remembers the worker of a first fragment (w has

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
 )
@@ -238,5 +239,58 @@ func TestLocalSteeringZeroAlloc(t *testing.T) {
 	c := r.e.Totals()
 	if c.TxLAN == 0 || c.SteerRedirected == 0 {
 		t.Fatalf("nothing forwarded or handed over: %+v %v", c, c.DropMap())
+	}
+}
+
+// TestLocalSteeringDoesNotWaitForFullRing: a worker steering its own WAN
+// queue (SteerLocal) does not hold back that queue's receive for another
+// worker whose ring is full, whatever SteerWait: the other worker's frames
+// are dropped and counted at once while its own keep flowing. With
+// SteerWait < 0 (never drop) it holds back instead, and drops nothing.
+func TestLocalSteeringDoesNotWaitForFullRing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+		drop bool // the full ring's frames are dropped, its own taken
+	}{
+		{"wait", time.Hour, true},
+		{"default", 0, true},
+		{"never drop", -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, 2, func(c *Config) { c.Steer = SteerLocal; c.SteerWait = tc.wait })
+			var port [2]uint16
+			for p := 1024; p < 65536 && (port[0] == 0 || port[1] == 0); p++ {
+				if w := r.e.Owner()[p]; port[w] == 0 {
+					port[w] = uint16(p)
+				}
+			}
+			w0 := r.e.workers[0]
+			// Worker 1 is not scheduled: its ring from worker 0 fills
+			// after RingSize frames; then worker 0 sends 32 more rounds.
+			rounds := r.e.cfg.RingSize/32 + 32
+			for i := 0; i < rounds; i++ {
+				for j := 0; j < 31; j++ {
+					r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: port[1], proto: layers.IPProtocolUDP, payload: 10}))
+				}
+				r.wan.Inject(0, wanFrame(t, pkt{src: remoteIP, dst: pubIP, sport: 53, dport: port[0], proto: layers.IPProtocolUDP, payload: 10}))
+				w0.step()
+			}
+			// Worker 0's own frames reached it (dropped there as nat: no
+			// mapping; what matters is that they were not held back).
+			own, full := w0.c.RxWAN, r.e.RingFullDrops()
+			if tc.drop {
+				if own != uint64(rounds) {
+					t.Errorf("worker 0 took %d of its %d WAN frames while worker 1's ring was full", own, rounds)
+				}
+				if full[1] == 0 || full[0] != 0 {
+					t.Errorf("ring-full drops per worker %v, want only worker 1's", full)
+				}
+				return
+			}
+			if own >= uint64(rounds) || full[0]+full[1] != 0 {
+				t.Errorf("never drop: worker 0 took %d of %d frames, ring-full drops %v; want receive held back, nothing dropped", own, rounds, full)
+			}
+		})
 	}
 }

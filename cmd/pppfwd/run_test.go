@@ -125,6 +125,7 @@ func TestIntegrationRunCheck(t *testing.T) {
 	for _, want := range []string{
 		"pppoe.user          002012345678#0001@t-online.de\n", "pppoe.password      ******\n",
 		"shaper.up           40000000 bit/s (40 Mbit/s)", "wan.vlan            7\n", "shaper.down         unlimited (default)\n",
+		"nat.ports           1024-65535 (default)\n", "nat.max_per_host    8192 (default)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("-check -v lacks %q:\n%s", want, out)

@@ -315,7 +315,12 @@ func (c *Config) Text() string {
 
 // Describe returns the effective configuration, one "key value" line
 // per key (the default for absent keys, marked so), secrets shown as
-// ******, rates in bit/s: what "pppfwd run -check -v" prints.
+// ******, rates in bit/s: what "pppfwd run -check -v" prints. A key
+// with a default that the file does not give is marked "(default)"
+// whether its value stays unset or ParseConfig filled it in (nat.ports,
+// backend) or derived it from another key (nat.max_per_host); a value
+// the file gives is not, even the default's. A Config built in code
+// (not by ParseConfig) has no file: its values are not marked.
 func (c *Config) Describe() []string {
 	var out []string
 	w := 0
@@ -328,6 +333,7 @@ func (c *Config) Describe() []string {
 		if sh, ok := k.v.(shower); ok && vals != nil {
 			vals = sh.show(c)
 		}
+		given := c.lines == nil || len(c.lines[k.Name]) > 0
 		switch {
 		case len(vals) == 0 && k.Default != "":
 			vals = []string{k.Default + " (default)"}
@@ -335,6 +341,12 @@ func (c *Config) Describe() []string {
 			vals = []string{"(not set)"}
 		case k.Secret:
 			vals = []string{"******"}
+		case !given && k.Default != "":
+			marked := make([]string, len(vals))
+			for i, v := range vals {
+				marked[i] = v + " (default)"
+			}
+			vals = marked
 		}
 		if k.Name == "pppoe.password" && c.PasswordFile != "" {
 			vals = []string{"****** (from pppoe.password_file)"}

@@ -194,7 +194,10 @@ func TestDescribe(t *testing.T) {
 	for _, want := range []string{
 		"pppoe.password      ******", "shaper.up           40000000 bit/s (40 Mbit/s), ", "overhead 34",
 		"shaper.down         1500000 bit/s (1.5 Mbit/s)", "pppoe.mtu           1492 (default)", "workers             auto (default)\n",
-		"host.tap            (not set)", "nat.max_per_host    8192",
+		"host.tap            (not set)", "nat.max_per_host    8192 (default)\n",
+		// Keys whose default ParseConfig fills in (or derives) are marked
+		// as well as those whose value stays unset.
+		"nat.ports           1024-65535 (default)\n", "backend             afpacket (default)\n",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("Describe lacks %q:\n%s", want, all)
@@ -205,6 +208,19 @@ func TestDescribe(t *testing.T) {
 	}
 	if len(c.Describe()) != len(keyTable) {
 		t.Errorf("%d lines for %d keys", len(c.Describe()), len(keyTable))
+	}
+	// Given in the file, a value is not marked, even the default's; one
+	// derived from another key is the default all the same.
+	c, err = ParseConfig(strings.NewReader(syntaxBase + "pppoe.user u\nbackend afpacket\nnat.ports 1024-65535\nnat.capacity 1024\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = strings.Join(c.Describe(), "\n") + "\n"
+	for _, want := range []string{"backend             afpacket\n", "nat.ports           1024-65535\n", "nat.capacity        1024\n",
+		"nat.max_per_host    128 (default)\n"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("Describe lacks %q:\n%s", want, all)
+		}
 	}
 }
 

@@ -39,7 +39,7 @@ var metricDescs = struct {
 	natExpired, natDrops                                            desc
 	shaperBacklog, shaperBacklogBytes, shaperDrops, shaperMarks     desc
 	shaperRate, ctlWAN, ctlWANDropped, ctlHeldWaiting, ctlQueueFull desc
-	ctlRefused, csumCompleted                                       desc
+	ctlRefused, csumCompleted, wanRedirected                        desc
 }{
 	sessionUp:          newDesc("session_up", "1 while the PPPoE session is up.", prometheus.GaugeValue),
 	sessionInfo:        newDesc("session_info", "The PPPoE session (value 1; its figures are labels).", prometheus.GaugeValue, "state", "ac_name", "ac_mac", "session_id", "local", "peer", "ipv6_prefix", "auth"),
@@ -76,6 +76,7 @@ var metricDescs = struct {
 	ctlQueueFull:       newDesc("control_queue_full_total", "Exceptions dropped with the control queue full.", prometheus.CounterValue),
 	ctlRefused:         newDesc("control_refused_total", "Control socket connections refused (another user).", prometheus.CounterValue),
 	csumCompleted:      newDesc("csum_completed_total", "LAN frames whose TCP or UDP checksum the sender left unfinished (checksum offload of a VM or container) and a worker finished.", prometheus.CounterValue, "worker"),
+	wanRedirected:      newDesc("wan_redirected_total", "WAN frames a worker's own steering handed to the worker that owns them (the WAN port delivered them to the wrong worker's queue).", prometheus.CounterValue, "worker"),
 }
 
 // collector is the router's prometheus.Collector.
@@ -127,6 +128,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(m.hostFrames, float64(w.FromHost), id, "up")
 		emit(m.hostFrames, float64(w.ToHost), id, "down")
 		emit(m.csumCompleted, float64(w.CsumCompleted), id)
+		emit(m.wanRedirected, float64(w.WANRedirected), id)
 		for reason, v := range w.Drops {
 			emit(m.drops, float64(v), id, reason)
 		}

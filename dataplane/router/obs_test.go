@@ -37,8 +37,10 @@ func runObsRouter(t *testing.T, extra string, o ObsConfig) (*Router, *memport.Po
 		t.Fatal(err)
 	}
 	cfg.Obs = o
-	lan := memport.New("lan", 1, 64)
-	r, err := Open(cfg, Ports{LAN: lan, WAN: memport.New("wan", 1, 64), LANMAC: [6]byte{2, 0, 0, 0, 0, 1}}, t.Logf)
+	// A queue per worker on each port: with more than one worker, each
+	// steers its own WAN queue.
+	lan := memport.New("lan", cfg.Workers, 64)
+	r, err := Open(cfg, Ports{LAN: lan, WAN: memport.New("wan", cfg.Workers, 64), LANMAC: [6]byte{2, 0, 0, 0, 0, 1}}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +154,8 @@ func TestMetrics(t *testing.T) {
 		`pppfwd_forwarded_bytes_total{direction="up",worker="0"} 0`,
 		`pppfwd_host_frames_total{direction="down",worker="0"} 0`,
 		`pppfwd_csum_completed_total{worker="0"} 1`,
+		`pppfwd_wan_redirected_total{worker="0"} 0`,
+		`# HELP pppfwd_wan_redirected_total `,
 		`pppfwd_drops_total{reason="no_session",worker="0"} 1`,
 		`pppfwd_shaper_rate_bytes_per_second{direction="up"} 5e+06`,
 		`pppfwd_shaper_backlog_packets{direction="up",worker="0"} 0`,
@@ -178,6 +182,61 @@ func TestMetrics(t *testing.T) {
 	}
 	if !bytes.Contains(tf, []byte(`pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`)) || !bytes.Contains(tf, []byte("# TYPE pppfwd_session_info gauge")) {
 		t.Fatalf("textfile:\n%s", tf)
+	}
+}
+
+// TestWANRedirectedExported: a WAN frame that arrives on another
+// worker's queue than its owner's is handed over by the worker it reached
+// and counted there as wan_redirected, which the JSON status (per worker
+// and in total), the text status and the metrics all show.
+func TestWANRedirectedExported(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "ctl.sock")
+	r, _, _ := runObsRouter(t, "workers 2\n", ObsConfig{Socket: sock, MetricsListen: "127.0.0.1:0"})
+	port := 0
+	for p := 1024; p < 65536 && port == 0; p++ {
+		if r.Engine().Owner()[p] == 1 {
+			port = p
+		}
+	}
+	// A UDP datagram on a PPPoE session to a port worker 1 owns, on
+	// worker 0's queue (worker 1 drops it: there is no session).
+	b := make([]byte, hdr.EthernetLen+hdr.PPPoELen+hdr.PPPLen+hdr.IPv4MinLen+hdr.UDPLen+4)
+	copy(b, []byte{2, 0, 0, 0, 0, 9, 2, 0, 0, 0, 0, 8, 0x88, 0x64, 0x11, 0, 0, 1})
+	binary.BigEndian.PutUint16(b[18:], uint16(len(b)-hdr.EthernetLen-hdr.PPPoELen))
+	binary.BigEndian.PutUint16(b[20:], 0x0021)
+	ip := hdr.IPv4(b[22:])
+	copy(ip, []byte{0x45, 0, 0, byte(len(ip)), 0, 1, 0, 0, 64, hdr.ProtoUDP, 0, 0, 8, 8, 8, 8, 192, 0, 2, 1})
+	ip.ComputeChecksum()
+	copy(ip[hdr.IPv4MinLen:], []byte{0, 53, byte(port >> 8), byte(port), 0, 12})
+	r.wan.(*memport.Port).Inject(0, b)
+	var st *Stats
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := ControlRequest(sock, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st = resp.Status; st.Counters.WANRedirected == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(st.Workers) != 2 || st.Counters.WANRedirected != 1 || st.Workers[0].WANRedirected != 1 || st.Workers[1].WANRedirected != 0 {
+		t.Fatalf("wan_redirected: total %d, workers %+v; want 1, by worker 0", st.Counters.WANRedirected, st.Workers)
+	}
+	var text bytes.Buffer
+	WriteStatus(&text, st)
+	if want := "steering    1 WAN frames handed over"; !strings.Contains(text.String(), want) {
+		t.Errorf("status text lacks %q:\n%s", want, text.String())
+	}
+	resp, err := http.Get("http://" + r.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`pppfwd_wan_redirected_total{worker="0"} 1`, `pppfwd_wan_redirected_total{worker="1"} 0`} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
 

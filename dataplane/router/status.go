@@ -41,6 +41,11 @@ type WorkerStats struct {
 	// CsumCompleted: LAN frames whose TCP or UDP checksum the sender
 	// left unfinished (checksum offload) and the worker finished.
 	CsumCompleted uint64 `json:"csum_completed"`
+	// WANRedirected: WAN frames the worker's own steering (each worker
+	// steering its WAN queue) handed to the worker that owns them: frames
+	// the WAN port delivered to this worker's queue instead of their
+	// owner's.
+	WANRedirected uint64 `json:"wan_redirected"`
 	// CPUSeconds is the worker thread's CPU time (0 where the OS gives
 	// no thread CPU clock).
 	CPUSeconds float64 `json:"cpu_seconds"`
@@ -103,7 +108,7 @@ func (r *Router) snapshot(prev *sample) (Stats, *sample) {
 		next.w = append(next.w, c)
 		ws := WorkerStats{Worker: w.ID(), RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
 			BytesUp: c.BytesUp, BytesDown: c.BytesDown, FromHost: c.FromHost, ToHost: c.ToHost,
-			CsumCompleted: c.CsumCompleted, CPUSeconds: float64(c.CPUNanos) / 1e9, Drops: c.DropMap()}
+			CsumCompleted: c.CsumCompleted, WANRedirected: c.SteerRedirected, CPUSeconds: float64(c.CPUNanos) / 1e9, Drops: c.DropMap()}
 		if prev != nil && w.ID() < len(prev.w) {
 			if dt := now.Sub(prev.at).Seconds(); dt > 0 {
 				p := prev.w[w.ID()]
@@ -236,6 +241,9 @@ func WriteStatus(w io.Writer, s *Stats) {
 	}
 	if n := s.Counters.CsumCompleted; n > 0 {
 		fmt.Fprintf(w, "checksums   %d finished for LAN senders that left them to an offload\n", n)
+	}
+	if n := s.Counters.WANRedirected; n > 0 {
+		fmt.Fprintf(w, "steering    %d WAN frames handed over to their owner (the WAN port delivered them to another worker's queue)\n", n)
 	}
 	c := s.Control
 	fmt.Fprintf(w, "control     wan frames %d (dropped %d)  held waiting %d  queue full %d\n", c.WANFrames, c.WANDropped, c.HeldWaiting, c.QueueFull)
