@@ -5,19 +5,31 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/pppfwd/pppfwd/dataplane"
 )
 
 // CSVHeader is the CSV's first row. The order is stable: columns are
 // only ever added at the end. Per-thread columns hold one value per
 // worker, in worker order, separated by ';'; the steer_thread_* columns
-// are 0 without a steering thread.
-var CSVHeader = []string{
+// are 0 without a steering thread; the stage_* columns (scaled ns per
+// packet, bench pipeline --stages) are empty without stage costs.
+var CSVHeader = append([]string{
 	"workers", "flows", "size", "steer", "threads", "oversubscribed", "runs",
 	"mpps", "mpps_min", "mpps_max", "wall_ns_per_pkt", "cpu_ns_per_pkt", "steer_ns_per_pkt",
 	"allocs_per_pkt", "steered_share", "redirected_share", "busiest_worker_share", "idle_workers", "packets", "lan_to_wan", "wan_to_lan", "seconds",
 	"worker_packets", "worker_cpu_ns", "worker_steer_ns", "worker_work_ns", "worker_off_cpu_ns",
 	"steer_thread_cpu_ns", "steer_thread_steer_ns", "error",
 	"wan_redirected_share", "worker_wan_redirected",
+	"stage_inflation", "nat_insert_ns",
+}, stageColumns()...)
+
+func stageColumns() []string {
+	var cols []string
+	for s := dataplane.Stage(0); s < dataplane.NumStages; s++ {
+		cols = append(cols, "stage_"+s.String()+"_ns")
+	}
+	return cols
 }
 
 // WriteCSV writes one row per point under CSVHeader.
@@ -49,7 +61,14 @@ func csvRow(p *Point) []string {
 	if p.SteerThread != nil {
 		stCPU, stSteer = p.SteerThread.CPUNs, p.SteerThread.SteerNs
 	}
-	return []string{
+	stages := make([]string, 2+int(dataplane.NumStages))
+	if ns := p.StageNs(); ns != nil {
+		stages[0], stages[1] = f(p.Stages.Inflation), f(p.Stages.NATInsertNs)
+		for i, v := range ns {
+			stages[2+i] = f(v)
+		}
+	}
+	return append([]string{
 		strconv.Itoa(p.Workers), strconv.Itoa(p.Flows), p.Size, p.Steer, strconv.Itoa(p.Threads),
 		strconv.FormatBool(p.Oversubscribed), strconv.Itoa(p.Runs),
 		f(p.Mpps), f(p.MppsMin), f(p.MppsMax), f(p.WallNsPerPkt), f(p.CPUNsPerPkt), f(p.SteerNsPerPkt),
@@ -61,5 +80,5 @@ func csvRow(p *Point) []string {
 		list(func(c WorkerCPU) uint64 { return c.OffCPUNs }),
 		u(stCPU), u(stSteer), p.Error,
 		f(p.WANRedirectedShare), list(func(c WorkerCPU) uint64 { return c.WANRedirects }),
-	}
+	}, stages...)
 }

@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/pppfwd/pppfwd/dataplane"
 )
 
 // Plot file names (without extension), each written as PNG and SVG.
@@ -20,6 +22,9 @@ const (
 	PlotNsPkt = "scale-nspkt"
 	PlotCPU   = "scale-cpu"
 	PlotModel = "scale-model"
+	// PlotStages: the reference configuration's ns per packet by stage
+	// against workers (with stage costs only).
+	PlotStages = "scale-stages"
 )
 
 // Plot writes the report's figures into dir as PNG and SVG and returns
@@ -97,6 +102,16 @@ func Plot(r *Report, dir string) ([]string, error) {
 			return nil, err
 		}
 		if err := save(p, PlotCPU); err != nil {
+			return nil, err
+		}
+	}
+
+	if ref != nil && ref.hasStages() {
+		p, err := stagesPlot(ref)
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, PlotStages); err != nil {
 			return nil, err
 		}
 	}
@@ -183,6 +198,67 @@ func cpuPlot(g *group) (*plot.Plot, error) {
 		below = b
 		p.Add(b)
 		p.Legend.Add(part.name, b)
+	}
+	p.NominalX(labels...)
+	return p, nil
+}
+
+// stageColors tells the stages apart (one colour each).
+var stageColors = []color.Color{
+	color.RGBA{R: 120, G: 120, B: 120, A: 255}, // port
+	color.RGBA{R: 200, G: 60, B: 40, A: 255},   // steer
+	color.RGBA{R: 30, G: 90, B: 200, A: 255},   // parse
+	color.RGBA{R: 240, G: 160, B: 40, A: 255},  // nat_lookup
+	color.RGBA{R: 130, G: 60, B: 160, A: 255},  // nat_insert
+	color.RGBA{R: 60, G: 160, B: 80, A: 255},   // forward
+	color.RGBA{R: 230, G: 120, B: 190, A: 255}, // shaper_enq
+	color.RGBA{R: 150, G: 40, B: 90, A: 255},   // shaper_deq
+	color.RGBA{R: 90, G: 190, B: 210, A: 255},  // encap
+	color.RGBA{R: 200, G: 200, B: 200, A: 255}, // other
+}
+
+// stagesPlot stacks the scaled ns per packet of each stage, one bar per
+// measured worker count.
+func stagesPlot(g *group) (*plot.Plot, error) {
+	var labels []string
+	vals := make([]plotter.Values, dataplane.NumStages)
+	top := 0.0
+	for _, pt := range g.points {
+		ns := pt.StageNs()
+		if !pt.OK() || ns == nil {
+			continue
+		}
+		labels = append(labels, fmt.Sprintf("%d worker(s)", pt.Workers))
+		sum := 0.0
+		for i, v := range ns {
+			vals[i] = append(vals[i], v)
+			sum += v
+		}
+		top = max(top, sum)
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("CPU ns per packet by stage (flows=%d size=%s steer=%s)", g.flows, g.size, g.steer)
+	p.Y.Label.Text = "CPU ns/pkt, sampled shares of the run's cost"
+	p.Y.Min, p.Y.Max = 0, 2.4*max(top, 1) // headroom: the legend above the bars
+	p.Legend.Top = true
+	if len(labels) == 0 {
+		return p, nil
+	}
+	width := vg.Points(max(12, 240/float64(len(labels))))
+	var below *plotter.BarChart
+	for i := range vals {
+		b, err := plotter.NewBarChart(vals[i], width)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = stageColors[i%len(stageColors)]
+		b.LineStyle.Width = 0
+		if below != nil {
+			b.StackOn(below)
+		}
+		below = b
+		p.Add(b)
+		p.Legend.Add(dataplane.Stage(i).String(), b)
 	}
 	p.NominalX(labels...)
 	return p, nil

@@ -110,6 +110,33 @@ type Fit struct {
 	// against the model's rate at the measured costs and share.
 	Checks  []Check      `json:"checks"`
 	Targets []Prediction `json:"targets"`
+	// Stages break the 1-worker point's CPU ns per packet down by stage
+	// (sampled, scaled to the run's cost; absent without --stages).
+	// Steering's share is s*c_steer, the rest is c_work.
+	Stages []StageCost `json:"stages,omitempty"`
+}
+
+// StageCost is one stage's ns per forwarded packet.
+type StageCost struct {
+	Stage    string  `json:"stage"`
+	NsPerPkt float64 `json:"ns_per_pkt"`
+}
+
+// stagesAt returns the stage costs moved from a core of fromGHz to one
+// of toGHz, as Costs.AtClock moves the model's costs.
+func stagesAt(st []StageCost, fromGHz, toGHz float64) []StageCost {
+	if len(st) == 0 {
+		return nil
+	}
+	k := 1.0
+	if fromGHz > 0 && toGHz > 0 {
+		k = fromGHz / toGHz
+	}
+	out := make([]StageCost, len(st))
+	for i, c := range st {
+		out[i] = StageCost{Stage: c.Stage, NsPerPkt: c.NsPerPkt * k}
+	}
+	return out
 }
 
 // Check is one measured point against the model.
@@ -129,6 +156,8 @@ type Check struct {
 type Prediction struct {
 	Target
 	Costs Costs `json:"costs"`
+	// Stages are the fit's stage costs at the target's clock.
+	Stages []StageCost `json:"stages,omitempty"`
 	// RidgeWorkers, CeilingMpps: see Ridge and Ceiling; absent when
 	// nothing is steered or no core steers for the others (local
 	// steering): no ceiling.
@@ -260,6 +289,11 @@ func BuildModel(points []Point, m Machine, mo ModelOptions) *Model {
 		}
 		mode := one.Mode()
 		f := Fit{Flows: g.flows, Size: g.size, Steer: g.steer, ClockGHz: m.ClockGHz, Costs: Measured(one)}
+		if ns := one.StageNs(); ns != nil {
+			for i, v := range ns {
+				f.Stages = append(f.Stages, StageCost{Stage: dataplane.Stage(i).String(), NsPerPkt: v})
+			}
+		}
 		maxHop := 0.0
 		for _, p := range g.points {
 			if !p.OK() || !(p.Mpps > 0) {
@@ -286,7 +320,9 @@ func BuildModel(points []Point, m Machine, mo ModelOptions) *Model {
 			c.Share = mo.Share
 			// Local steering: frames placed on their owner's queue.
 			c.Hop, c.HopNs = 0, 0
-			f.Targets = append(f.Targets, predict(t, c, mode, fb))
+			pr := predict(t, c, mode, fb)
+			pr.Stages = stagesAt(f.Stages, m.ClockGHz, t.ClockGHz)
+			f.Targets = append(f.Targets, pr)
 		}
 		md.Fits = append(md.Fits, f)
 	}
@@ -340,6 +376,16 @@ func (g *group) at(workers int) *Point {
 		}
 	}
 	return nil
+}
+
+// hasStages reports whether any of the group's points has stage costs.
+func (g *group) hasStages() bool {
+	for _, p := range g.points {
+		if p.StageNs() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *group) label(withSteer bool) string {
@@ -473,6 +519,13 @@ func WriteTable(w io.Writer, r *Report) {
 			fmt.Fprintf(w, ", %.3f GHz", f.ClockGHz)
 		}
 		fmt.Fprintln(w, ")")
+		if len(f.Stages) > 0 {
+			var parts []string
+			for _, st := range f.Stages {
+				parts = append(parts, fmt.Sprintf("%s %.1f", st.Stage, st.NsPerPkt))
+			}
+			fmt.Fprintf(w, "  stages ns/pkt\t%s\n", strings.Join(parts, ", "))
+		}
 		for _, c := range f.Checks {
 			mark := ""
 			if c.Oversubscribed {

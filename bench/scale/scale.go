@@ -29,6 +29,10 @@ type Options struct {
 	Pin   bool
 	Batch int
 	IPv6  bool
+	// Stages samples each run's per-stage costs, one step in
+	// 2^StageShift (bench pipeline --stages).
+	Stages     bool
+	StageShift int
 	// Progress receives one line per point; nil: none.
 	Progress io.Writer
 	// Run runs one pipeline measurement; nil: pipeline.Run.
@@ -91,16 +95,19 @@ type Point struct {
 	// when the work is even); IdleWorkers counts workers that forwarded
 	// nothing (the traffic's flows belong to fewer workers: the NAT
 	// owner of a LAN endpoint is chosen by its source port).
-	BusiestShare float64           `json:"busiest_worker_share"`
-	IdleWorkers  int               `json:"idle_workers"`
-	Packets      uint64            `json:"packets"`
-	LANToWAN     uint64            `json:"lan_to_wan"`
-	WANToLAN     uint64            `json:"wan_to_lan"`
-	Seconds      float64           `json:"seconds"`
-	PerWorker    []WorkerCPU       `json:"per_worker"`
-	SteerThread  *WorkerCPU        `json:"steer_thread,omitempty"`
-	Drops        map[string]uint64 `json:"drops,omitempty"`
-	Error        string            `json:"error,omitempty"`
+	BusiestShare float64     `json:"busiest_worker_share"`
+	IdleWorkers  int         `json:"idle_workers"`
+	Packets      uint64      `json:"packets"`
+	LANToWAN     uint64      `json:"lan_to_wan"`
+	WANToLAN     uint64      `json:"wan_to_lan"`
+	Seconds      float64     `json:"seconds"`
+	PerWorker    []WorkerCPU `json:"per_worker"`
+	SteerThread  *WorkerCPU  `json:"steer_thread,omitempty"`
+	// Stages: the sampled per-stage costs of the point's run (Options.
+	// Stages).
+	Stages *pipeline.Stages  `json:"stages,omitempty"`
+	Drops  map[string]uint64 `json:"drops,omitempty"`
+	Error  string            `json:"error,omitempty"`
 }
 
 // OK reports whether the point was measured.
@@ -218,7 +225,7 @@ func measure(o Options, workers, flows int, size string, m dataplane.SteerMode, 
 	p := Point{Workers: workers, Flows: flows, Size: size, Steer: SteerName(m), Threads: CoresFor(m, workers)}
 	p.Oversubscribed = p.Threads > cpus
 	po := pipeline.Options{Workers: workers, Flows: flows, Size: size, Duration: o.Duration,
-		Shape: o.Shape, Pin: o.Pin, Steer: m, Batch: o.Batch, IPv6: o.IPv6}
+		Shape: o.Shape, Pin: o.Pin, Steer: m, Batch: o.Batch, IPv6: o.IPv6, Stages: o.Stages, StageShift: o.StageShift}
 	var runs []*pipeline.Result
 	for r := 0; r < o.Repeat; r++ {
 		res, err := o.Run(po)
@@ -246,6 +253,7 @@ func fromResult(p *Point, r *pipeline.Result) {
 	}
 	p.CPUNsPerPkt, p.SteerNsPerPkt, p.AllocsPerPkt = r.CPUNsPerPkt, r.SteerNsPerPkt, r.AllocsPerPkt
 	p.Packets, p.LANToWAN, p.WANToLAN, p.Seconds = r.Packets, r.LANToWAN, r.WANToLAN, r.Seconds
+	p.Stages = r.Stages
 	if len(r.Drops) > 0 {
 		p.Drops = r.Drops
 	}
@@ -299,6 +307,19 @@ func split(c *WorkerCPU, steerNs, wallNs float64) {
 	if w := uint64(math.Max(0, wallNs)); w > c.CPUNs {
 		c.OffCPUNs = w - c.CPUNs
 	}
+}
+
+// StageNs returns the point's scaled ns per packet of each stage
+// (dataplane.Stage order), or nil without stage costs.
+func (p *Point) StageNs() []float64 {
+	if p.Stages == nil || len(p.Stages.PerStage) != int(dataplane.NumStages) {
+		return nil
+	}
+	out := make([]float64, len(p.Stages.PerStage))
+	for i, s := range p.Stages.PerStage {
+		out[i] = s.NsPerPktScaled
+	}
+	return out
 }
 
 // Measured returns the model's costs from a point: c_work is the

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -385,7 +386,7 @@ func TestCSVAndPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 8 {
+	if len(files) != 8 { // no stage costs in these points: no stage figure
 		t.Errorf("wrote %v, want 4 figures as PNG and SVG", files)
 	}
 	CheckPlots(t, dir, true, "flows=100 size=64 steer=inline", "flows=10000 size=64 steer=thread", "flows=10000 size=64 steer=local")
@@ -510,5 +511,87 @@ func TestIdleWorkers(t *testing.T) {
 	pts, _ = Sweep(Options{Workers: []int{2}, Flows: []int{100}, Sizes: []string{"64"}, Run: fakeRun(fakeMpps)})
 	if p := pts[0]; p.IdleWorkers != 0 || p.BusiestShare != 0.5 {
 		t.Errorf("even split: idle %d, busiest share %v; want 0 and 0.5", p.IdleWorkers, p.BusiestShare)
+	}
+}
+
+// TestSweepStages: with Options.Stages each run is asked for stage
+// costs; the points, the CSV's stage columns, the fit (at 1 worker) and
+// the targets (moved with the clock) carry them, and a stage figure is
+// drawn.
+func TestSweepStages(t *testing.T) {
+	run := func(o pipeline.Options) (*pipeline.Result, error) {
+		if !o.Stages || o.StageShift != 4 {
+			return nil, fmt.Errorf("stages %v every 2^%d", o.Stages, o.StageShift)
+		}
+		r, err := fakeRun(fakeMpps)(o)
+		if err != nil {
+			return nil, err
+		}
+		st := &pipeline.Stages{Every: 16, Inflation: 1.25, NATInsertNs: 500}
+		for s := dataplane.Stage(0); s < dataplane.NumStages; s++ {
+			// Stage k costs k+1 ns per packet at one worker, k+2 at more.
+			st.PerStage = append(st.PerStage, pipeline.StageResult{Stage: s.String(), NsPerPktScaled: float64(int(s) + o.Workers)})
+		}
+		r.Stages = st
+		return r, nil
+	}
+	pts, err := Sweep(Options{Workers: []int{1, 2}, Flows: []int{100}, Sizes: []string{"64"}, Steer: []dataplane.SteerMode{dataplane.SteerLocal},
+		Stages: true, StageShift: 4, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		if !p.OK() || p.StageNs() == nil {
+			t.Fatalf("point %+v", p)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteCSV(&b, pts); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCSV(t, rows, len(pts))
+	if got := rows[2][col(t, "stage_nat_lookup_ns")]; got != "5" { // stage 3, 2 workers
+		t.Errorf("stage_nat_lookup_ns %q", got)
+	}
+	if got := rows[1][col(t, "stage_inflation")]; got != "1.25" {
+		t.Errorf("stage_inflation %q", got)
+	}
+	m := Machine{CPUs: 2, ClockGHz: 2}
+	md := BuildModel(pts, m, ModelOptions{})
+	if len(md.Fits) != 1 || len(md.Fits[0].Stages) != int(dataplane.NumStages) || md.Fits[0].Stages[3] != (StageCost{"nat_lookup", 4}) {
+		t.Fatalf("fit stages %+v", md.Fits)
+	}
+	for _, tg := range md.Fits[0].Targets {
+		want := 4 * 2 / tg.ClockGHz
+		if got := tg.Stages[3].NsPerPkt; math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s at %.2f GHz: nat_lookup %.3f ns, want %.3f", tg.Name, tg.ClockGHz, got, want)
+		}
+	}
+	var tb bytes.Buffer
+	rep := &Report{Bench: "scale", Machine: m, Points: pts, Model: md}
+	WriteTable(&tb, rep)
+	if !strings.Contains(tb.String(), "nat_lookup 4.0") {
+		t.Errorf("table lacks the fit's stages:\n%s", tb.String())
+	}
+	dir := t.TempDir()
+	if _, err := Plot(rep, dir); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, PlotStages+".svg"))
+	if err != nil || !strings.Contains(string(svg), "nat_lookup") || !strings.Contains(string(svg), "shaper_deq") {
+		t.Fatalf("stage figure: %v", err)
+	}
+	// Without stage costs: no stage figure.
+	pts[0].Stages, pts[1].Stages = nil, nil
+	dir = t.TempDir()
+	if _, err := Plot(&Report{Machine: m, Points: pts}, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PlotStages+".png")); !os.IsNotExist(err) {
+		t.Errorf("stage figure without stage costs: %v", err)
 	}
 }

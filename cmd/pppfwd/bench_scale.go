@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"runtime"
 	"strings"
@@ -34,6 +35,8 @@ func benchScale(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object: the points and the model")
 	csvPath := fs.String("csv", "", "write one CSV row per point to this file")
 	plots := fs.String("plots", "", "write the figures (PNG and SVG) into this directory")
+	stages := fs.Bool("stages", true, "sample each run's per-stage costs (as bench pipeline --stages)")
+	stageEvery := fs.Int("stage-every", 256, "with --stages, sample one step in this many (a power of two)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -41,7 +44,12 @@ func benchScale(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd bench scale: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	o := scale.Options{Duration: *dur, Repeat: *repeat, Pin: *pinCPU, Batch: *batch, IPv6: *ipv6, Progress: stderr}
+	if *stageEvery < 1 || *stageEvery&(*stageEvery-1) != 0 {
+		fmt.Fprintf(stderr, "pppfwd bench scale: --stage-every %d: want a power of two\n", *stageEvery)
+		return 2
+	}
+	o := scale.Options{Duration: *dur, Repeat: *repeat, Pin: *pinCPU, Batch: *batch, IPv6: *ipv6, Progress: stderr,
+		Stages: *stages, StageShift: bits.TrailingZeros(uint(*stageEvery))}
 	var err error
 	bad := func(flag string, err error) int {
 		fmt.Fprintf(stderr, "pppfwd: --%s: %v\n", flag, err)
