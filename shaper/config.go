@@ -18,6 +18,29 @@ const (
 	DefaultDropBatch = 64
 )
 
+// MinRateQuantum is the least quantum RateQuantum gives (CAKE's).
+const MinRateQuantum = 300
+
+// RateQuantum is the DRR quantum, in bytes, of a shaper whose Config leaves
+// Quantum 0, at rateBits bits per second: CAKE's choice, the bytes of
+// 1/4096 s of rate clamped to [MinRateQuantum, DefaultQuantum];
+// DefaultQuantum when unlimited (rateBits 0).
+//
+// A backlogged flow is served once per DRR round, which lasts (backlogged
+// flows) x quantum / rate, and CoDel acts on a flow only when it is
+// served: a packet waits for its flow's next turn whatever CoDel does, and
+// each flow holds what arrives between two turns. With a fixed 1514-byte
+// quantum the round, and so every bulk packet's wait and the backlog,
+// grows as the rate falls; scaled with the rate, a quantum is 1/4096 s of
+// rate, so a round lasts (backlogged flows)/4096 s wherever the clamp
+// does not apply.
+func RateQuantum(rateBits uint64) int {
+	if rateBits == 0 {
+		return DefaultQuantum
+	}
+	return int(min(max(rateBits/8>>12, MinRateQuantum), DefaultQuantum))
+}
+
 // Bounds Validate enforces.
 const (
 	MaxFlows   = 65536
@@ -27,10 +50,10 @@ const (
 )
 
 // Config configures one FQ-CoDel instance. Zero fields take Linux
-// fq_codel's defaults.
+// fq_codel's defaults, but for Quantum under a rate (RateQuantum).
 type Config struct {
 	Flows    int   // flow queues (1024)
-	Quantum  int   // DRR quantum in bytes (1514)
+	Quantum  int   // DRR quantum in bytes (0: RateQuantum of the rate, see New)
 	Target   int64 // CoDel target, ns (5 ms)
 	Interval int64 // CoDel interval, ns (100 ms)
 	NoECN    bool  // ECN marking is on unless set
@@ -46,7 +69,9 @@ type Config struct {
 	Overhead Overhead
 }
 
-// WithDefaults returns c with every zero field set to its default.
+// WithDefaults returns c with every zero field set to its default. The
+// Quantum it sets, DefaultQuantum, is an unlimited shaper's: New gives a
+// rate-limited one whose Config.Quantum is 0 RateQuantum of the rate.
 func (c Config) WithDefaults() Config {
 	if c.Flows == 0 {
 		c.Flows = DefaultFlows

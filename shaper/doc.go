@@ -6,10 +6,11 @@
 //
 // Behaviour follows Linux fq_codel (defaults, new/old flow lists, drop
 // batches from the fattest queue on overlimit) plus, from sch_cake, link
-// overhead compensation (Overhead, ParseOverhead) and per-host fairness
-// (Config.HostFair: a flow's DRR quantum is divided by the number of active
-// flows of its host, so a host with 100 flows gets what a host with one
-// gets). Not built: diffserv tins, the ACK filter, ce_threshold.
+// overhead compensation (Overhead, ParseOverhead), a DRR quantum scaled
+// with the rate (RateQuantum, unless Config.Quantum is set) and per-host
+// fairness (Config.HostFair: a flow's DRR quantum is divided by the number
+// of active flows of its host, so a host with 100 flows gets what a host
+// with one gets). Not built: diffserv tins, the ACK filter, ce_threshold.
 //
 // An FQCoDel is used by one goroutine; only the Bucket is shared. Nothing is
 // allocated per packet: packets sit in slots preallocated for Config.Limit

@@ -90,6 +90,10 @@ type FQCoDel[T any] struct {
 	ecn     bool
 	quantum int64 // fixed point
 	mtu     int64
+	// autoQ: the quantum follows the bucket's rate (RateQuantum); qRate
+	// is the rate it was last set for.
+	autoQ bool
+	qRate uint64
 
 	slots []slot[T]
 	free  int32
@@ -108,11 +112,14 @@ type FQCoDel[T any] struct {
 }
 
 // New returns a scheduler. b may be nil (no rate limit). cfg's zero fields
-// take Linux fq_codel's defaults; New panics if cfg.Validate fails.
+// take Linux fq_codel's defaults, but for Quantum: 0 with a rate limit is
+// RateQuantum of the bucket's rate, followed when SetRate changes it. New
+// panics if cfg.Validate fails.
 func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
+	autoQ := cfg.Quantum == 0 && b.Rate() > 0
 	cfg = cfg.WithDefaults()
 	if clk == nil {
 		clk = MonoClock{}
@@ -126,6 +133,7 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 		ecn:     !cfg.NoECN,
 		quantum: int64(cfg.Quantum) << fpBits,
 		mtu:     int64(cfg.Quantum),
+		autoQ:   autoQ,
 		slots:   make([]slot[T], cfg.Limit),
 		flows:   make([]flowQ, cfg.Flows),
 		newL:    flowList{nilIdx, nilIdx},
@@ -134,6 +142,7 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 	if cfg.HostFair {
 		s.hosts = make([]int32, cfg.Flows)
 	}
+	s.followRate()
 	for i := range s.slots {
 		s.slots[i].next = int32(i + 1)
 	}
@@ -144,8 +153,26 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 	return s
 }
 
-// Config returns the configuration in use (defaults applied).
+// Config returns the configuration in use (defaults applied; Quantum is
+// DefaultQuantum where the quantum follows the rate: see Quantum).
 func (s *FQCoDel[T]) Config() Config { return s.cfg }
+
+// Quantum returns the DRR quantum in bytes now in use: Config.Quantum, or
+// with Config.Quantum 0 and a rate, RateQuantum of the rate as of the last
+// Dequeue.
+func (s *FQCoDel[T]) Quantum() int { return int(s.quantum >> fpBits) }
+
+// followRate sets the quantum from the bucket's rate when it follows it
+// (SetRate may have changed the rate). Flows keep the deficit they have.
+func (s *FQCoDel[T]) followRate() {
+	if !s.autoQ {
+		return
+	}
+	if r := s.b.Rate(); r != s.qRate {
+		s.qRate = r
+		s.quantum = int64(RateQuantum(r)) << fpBits
+	}
+}
 
 // reduce maps a 32-bit hash onto [0, n): the hash is mixed first (the
 // murmur3 finalizer's first rounds, so weak hashes such as a port number
@@ -284,7 +311,9 @@ func (s *FQCoDel[T]) drop(idx int32, why DropReason) {
 }
 
 // dropFattest drops from the head of the queue holding the most bytes, up to
-// DropBatch packets or until half its backlog is gone (Linux fq_codel_drop).
+// DropBatch packets or until half its backlog is gone, and adds the drops
+// to that flow's CoDel count, so that CoDel drops harder there once it
+// drops again (Linux fq_codel_drop).
 func (s *FQCoDel[T]) dropFattest(why DropReason) {
 	best, max := int32(nilIdx), int64(0)
 	for i := range s.flows {
@@ -307,6 +336,7 @@ func (s *FQCoDel[T]) dropFattest(why DropReason) {
 		}
 		dropped += int64(s.slots[idx].size)
 		s.drop(idx, why)
+		f.cv.count++
 	}
 }
 
@@ -432,6 +462,7 @@ func (s *FQCoDel[T]) Dequeue(out []T) int { return s.DequeueAt(out, s.clk.Now())
 func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 	n := 0
 	s.blocked = false
+	s.followRate()
 	for n < len(out) {
 		fi := s.pick()
 		if fi == nilIdx {

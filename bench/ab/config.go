@@ -455,11 +455,12 @@ func header(b *strings.Builder, p Params, what string) {
 
 // fqCodel are the FQ-CoDel parameters of every shaper of the A/B:
 // pppfwd's defaults (Linux fq_codel's), written out for the kernel path.
+// The quantum is pppfwd's at the direction's rate, shaper.RateQuantum
+// (CAKE's choice, as a cake shaper makes it).
 var fqCodel = struct {
 	targetMs, intervalMs int64
-	quantum, limit       int
-	flows                int
-}{shaper.DefaultTarget / 1e6, shaper.DefaultInterval / 1e6, shaper.DefaultQuantum, shaper.DefaultLimit, shaper.DefaultFlows}
+	limit, flows         int
+}{shaper.DefaultTarget / 1e6, shaper.DefaultInterval / 1e6, shaper.DefaultLimit, shaper.DefaultFlows}
 
 // runABTail ends run-ab.sh on every OS: pppfwd_up, which stops the
 // kernel path, brings the two ports up with linkUp (the OS's commands,

@@ -125,13 +125,13 @@ func dummynetScript(p Params) string {
 		b.WriteString("# " + l + "\n")
 	}
 	b.WriteString("set -eu\n\n")
-	fq := fmt.Sprintf("type fq_codel target %dms interval %dms quantum %d limit %d flows %d ecn",
-		fqCodel.targetMs, fqCodel.intervalMs, fqCodel.quantum, fqCodel.limit, fqCodel.flows)
 	for _, d := range []struct {
 		n    int
 		rate uint64
 		what string
 	}{{1, p.Shape.Up, "upload"}, {2, p.Shape.Down, "download"}} {
+		fq := fmt.Sprintf("type fq_codel target %dms interval %dms quantum %d limit %d flows %d ecn",
+			fqCodel.targetMs, fqCodel.intervalMs, shaper.RateQuantum(d.rate), fqCodel.limit, fqCodel.flows)
 		fmt.Fprintf(&b, "# %s\n", d.what)
 		fmt.Fprintf(&b, "ipfw pipe %d config bw %s\n", d.n, dnRate(d.rate))
 		fmt.Fprintf(&b, "ipfw sched %d config pipe %d %s\n", d.n, d.n, fq)

@@ -154,7 +154,7 @@ func tcCake(p Params) string {
 // htbBurst is the htb class's burst and cburst: 1 ms at the rate, at
 // least two full frames.
 func htbBurst(bps uint64) uint64 {
-	return max(bps/8/1000, 2*uint64(fqCodel.quantum))
+	return max(bps/8/1000, 2*uint64(shaper.DefaultQuantum))
 }
 
 func tcFQCoDel(p Params) string {
@@ -172,17 +172,17 @@ func tcFQCoDel(p Params) string {
 		b.WriteString("# PTM framing (64/65 encoding) has no tc-stab equivalent: this variant shapes without it.\n")
 	}
 	b.WriteString("set -eu\n")
-	fq := fmt.Sprintf("fq_codel limit %d flows %d quantum %d target %dms interval %dms ecn",
-		fqCodel.limit, fqCodel.flows, fqCodel.quantum, fqCodel.targetMs, fqCodel.intervalMs)
 	for _, d := range []struct {
 		dev      string
 		rate     uint64
 		overhead int
 	}{{pppIface, p.Shape.Up, o.Bytes}, {p.LAN, p.Shape.Down, o.Bytes - ethHeader}} {
 		r, burst := tcRate(d.rate), htbBurst(d.rate)
+		fq := fmt.Sprintf("fq_codel limit %d flows %d quantum %d target %dms interval %dms ecn",
+			fqCodel.limit, fqCodel.flows, shaper.RateQuantum(d.rate), fqCodel.targetMs, fqCodel.intervalMs)
 		fmt.Fprintf(&b, "tc qdisc replace dev %s root handle 1: stab overhead %d mpu %d linklayer %s htb default 1\n", d.dev, d.overhead, o.MPU, link)
 		fmt.Fprintf(&b, "tc class replace dev %s parent 1: classid 1:1 htb rate %s ceil %s burst %d cburst %d quantum %d\n",
-			d.dev, r, r, burst, burst, fqCodel.quantum)
+			d.dev, r, r, burst, burst, shaper.DefaultQuantum)
 		fmt.Fprintf(&b, "tc qdisc replace dev %s parent 1:1 handle 10: %s\n", d.dev, fq)
 	}
 	return b.String()
