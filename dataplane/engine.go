@@ -72,8 +72,10 @@ type Engine struct {
 	// (the steering thread's with SteerThread).
 	steers []*steerer
 	steer  *steerer
-	// steerProf is the steering thread's stage sampling (SteerThread).
+	// steerProf is the steering thread's stage sampling (SteerThread);
+	// stageGate is false while sampling is paused (PauseStages).
 	steerProf  stageProf
+	stageGate  atomic.Bool
 	upBucket   *shaper.Bucket
 	downBucket *shaper.Bucket
 

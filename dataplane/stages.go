@@ -1,5 +1,7 @@
 package dataplane
 
+import "sync/atomic"
+
 // Stage sampling: the per-stage cost of the packet path, for the
 // benchmarks (bench pipeline --stages). Off by default; when on, one step
 // in every 2^k of each worker (and poll of a steering thread) is a sampled
@@ -80,9 +82,10 @@ func (c *StageCosts) Add(o StageCosts) {
 // stageProf is one thread's sampling state. Only its thread touches it
 // while the engine runs.
 type stageProf struct {
-	on      bool   // this step is sampled
-	enabled bool   // sampling is turned on
-	mask    uint64 // a step is sampled when its number & mask == 0
+	gate    *atomic.Bool // sampling is not paused (Engine.PauseStages)
+	on      bool         // this step is sampled
+	enabled bool         // sampling is turned on
+	mask    uint64       // a step is sampled when its number & mask == 0
 	cur     Stage
 	last    int64
 	n       uint64 // steps seen (the steering thread's own count)
@@ -91,8 +94,8 @@ type stageProf struct {
 
 // setSampling turns sampling on for one step in every 2^shift (shift < 0:
 // off) and clears the sums.
-func (p *stageProf) setSampling(shift int) {
-	*p = stageProf{}
+func (p *stageProf) setSampling(shift int, gate *atomic.Bool) {
+	*p = stageProf{gate: gate}
 	if shift < 0 {
 		return
 	}
@@ -103,7 +106,7 @@ func (p *stageProf) setSampling(shift int) {
 
 // begin starts a sampled step if step number i is one.
 func (p *stageProf) begin(i uint64) {
-	if !p.enabled || i&p.mask != 0 {
+	if !p.enabled || i&p.mask != 0 || !p.gate.Load() {
 		return
 	}
 	p.on = true
@@ -197,11 +200,17 @@ func (w *Worker) natDone(allocs uint64) {
 // each worker and the steering thread (shift < 0: off), and clears the
 // sums. Call it only while the engine is stopped.
 func (e *Engine) SampleStages(shift int) {
+	e.stageGate.Store(true)
 	for _, w := range e.workers {
-		w.prof.setSampling(shift)
+		w.prof.setSampling(shift, &e.stageGate)
 	}
-	e.steerProf.setSampling(shift)
+	e.steerProf.setSampling(shift, &e.stageGate)
 }
+
+// PauseStages pauses (or resumes) the sampling SampleStages turned on,
+// while the engine runs: a paused thread samples no step, so that a
+// benchmark can compare its rate with sampling and without in one run.
+func (e *Engine) PauseStages(pause bool) { e.stageGate.Store(!pause) }
 
 // Stages returns the sampled stage costs of all threads. Call it only
 // while the engine is stopped.

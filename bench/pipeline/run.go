@@ -74,6 +74,14 @@ type Stages struct {
 	// slowed alike; memory-bound stages (the NAT with many flows) are
 	// slowed more, so their scaled share is an upper bound.
 	Inflation float64 `json:"inflation"`
+	// The window alternates slices with sampling and with sampling
+	// paused (in the order off, on, on, off, ... so that a drift in the
+	// machine's speed falls on both alike): MppsSampling and MppsPaused
+	// are their rates, Perturbation is 1 - MppsSampling/MppsPaused, what
+	// sampling costs the rate (negative: within the noise).
+	MppsSampling float64 `json:"mpps_sampling"`
+	MppsPaused   float64 `json:"mpps_paused"`
+	Perturbation float64 `json:"perturbation"`
 	// NATInsertNs: ns per NAT insert, from priming (every step
 	// sampled, one insert per flow).
 	NATInsertNs float64       `json:"nat_insert_ns"`
@@ -266,7 +274,13 @@ func Run(o Options) (*Result, error) {
 	}
 	done := time.NewTimer(o.Duration) // made before the window: the harness allocates nothing inside it
 	a0 = heapAllocs()
-	<-done.C
+	var alt alternation
+	if o.Stages {
+		done.Stop()
+		alt = alternate(e, o.Duration)
+	} else {
+		<-done.C
+	}
 	a1 = heapAllocs()
 	if err := e.Stop(); err != nil {
 		return nil, err
@@ -307,6 +321,10 @@ func Run(o Options) (*Result, error) {
 	if o.Stages {
 		res.Stages = stagesOf(e.Stages(), o.StageShift)
 		res.Stages.scale(res.CPUNsPerPkt)
+		res.Stages.MppsSampling, res.Stages.MppsPaused = alt.mpps()
+		if res.Stages.MppsPaused > 0 {
+			res.Stages.Perturbation = 1 - res.Stages.MppsSampling/res.Stages.MppsPaused
+		}
 		if n := primed.Events[dataplane.StageNATInsert]; n > 0 {
 			res.Stages.NATInserts = n
 			res.Stages.NATInsertNs = float64(primed.Ns[dataplane.StageNATInsert]) / float64(n)
@@ -371,6 +389,49 @@ func prime6(e *dataplane.Engine, lan, wan *memport.Port, flows []Flow, sizes []i
 // runtime.ReadMemStats would, whose restart makes the scheduler start
 // threads, which allocate, inside the window it measures).
 var allocSamples = []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/tiny/allocs:objects"}}
+
+// alternation sums the packets and time of a window's slices with stage
+// sampling on and paused.
+type alternation struct {
+	onPkts, offPkts uint64
+	onNs, offNs     int64
+}
+
+// stageSlices is how many slices alternate() cuts a window into.
+const stageSlices = 24
+
+// alternate runs the window d in stageSlices slices, pausing stage
+// sampling in every other pair (off, on, on, off, off, on, ...).
+func alternate(e *dataplane.Engine, d time.Duration) alternation {
+	var a alternation
+	slice := d / stageSlices
+	tx := func() uint64 { c := e.Totals(); return c.TxLAN + c.TxWAN }
+	for i := 0; i < stageSlices; i++ {
+		on := i%4 == 1 || i%4 == 2
+		e.PauseStages(!on)
+		t0, p0 := time.Now(), tx()
+		time.Sleep(slice)
+		p, ns := tx()-p0, int64(time.Since(t0))
+		if on {
+			a.onPkts, a.onNs = a.onPkts+p, a.onNs+ns
+		} else {
+			a.offPkts, a.offNs = a.offPkts+p, a.offNs+ns
+		}
+	}
+	e.PauseStages(false)
+	return a
+}
+
+// mpps returns the rates with sampling on and paused.
+func (a alternation) mpps() (on, off float64) {
+	if a.onNs > 0 {
+		on = float64(a.onPkts) / float64(a.onNs) * 1e3
+	}
+	if a.offNs > 0 {
+		off = float64(a.offPkts) / float64(a.offNs) * 1e3
+	}
+	return on, off
+}
 
 func heapAllocs() uint64 {
 	metrics.Read(allocSamples)

@@ -112,7 +112,7 @@ func TestRunStages(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := r.Stages
-		if st == nil || st.Every != 4 || st.SampledPackets == 0 || st.NATInserts != 512 || st.NATInsertNs <= 0 {
+		if st == nil || st.Every != 4 || st.SampledPackets == 0 || st.NATInserts != 512 || st.NATInsertNs <= 0 || st.MppsSampling <= 0 || st.MppsPaused <= 0 {
 			t.Fatalf("%v: stages %+v", steer, st)
 		}
 		var scaled float64

@@ -130,6 +130,7 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 			for _, s := range st.PerStage {
 				fmt.Fprintf(tw, "stage %s\t%.1f ns/pkt scaled to the run (%.1f%%); sampled %.1f ns/pkt, %d events, %.1f ns/event\n", s.Stage, s.NsPerPktScaled, 100*s.Share, s.NsPerPkt, s.Events, s.NsPerEvent)
 			}
+			fmt.Fprintf(tw, "sampling cost\t%.3f Mpps sampled, %.3f Mpps paused (alternating slices): %+.2f %%\n", st.MppsSampling, st.MppsPaused, 100*st.Perturbation)
 			if st.NATInserts > 0 {
 				fmt.Fprintf(tw, "nat insert\t%.1f ns each (%d while priming)\n", st.NATInsertNs, st.NATInserts)
 			}
