@@ -289,9 +289,10 @@ func (e *Engine) poll() int {
 	if e.cfg.Steer == SteerThread {
 		n += e.steerStep()
 	}
-	// Start at a pseudo-random worker: the shared shaper rate is leased
-	// first come, first served, and a fixed order would let worker 0 win
-	// every lease in a simulation.
+	// Start at a pseudo-random worker: the shared shaper rate is shared
+	// fairly between backlogged workers whatever their order, but the
+	// leftovers of a share go to whoever asks first, and a fixed order
+	// would give them to worker 0 in every simulation.
 	e.pollSeed ^= e.pollSeed << 13
 	e.pollSeed ^= e.pollSeed >> 7
 	e.pollSeed ^= e.pollSeed << 17

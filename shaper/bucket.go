@@ -1,6 +1,9 @@
 package shaper
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // Bucket is the rate shared by all workers of one direction. It is a GCRA
 // (virtual scheduling) token bucket: tat is the time at which everything
@@ -31,16 +34,54 @@ import "sync/atomic"
 // Burst. CatchUp bounds what a worker stalled longer sends at once: at
 // most CatchUp of rate, into the line's buffer.
 //
+// Fairness: a lease granted to whoever asks first would let the worker
+// that steps first, or polls most often, take the whole rate while
+// another backlogged worker's flows wait at their limit. So workers lease
+// through a Lessee (NewLessee), which has a share clock: the time up to
+// which it has had its share of the rate. A lease moves the clock on by
+// the lease's time at the lessee's share, 1/k of the rate when k lessees
+// take a share: those busy (a queue waiting on the rate, from a lease
+// until Idle) and those idle whose clock is still ahead of now, so that
+// a lessee whose queue keeps running dry has about the share it uses and
+// the others' add up to the rest. A busy lessee whose clock is past now
+// is ahead of its share, and is refused while another busy lessee is
+// behind its own (that one's clock at or before now): the credit waits
+// for the lessee it is owed to, which takes it at its next run, through
+// the catch-up above if that comes late; a lessee refused this way
+// retries when its clock comes round (Lessee.Ready). Otherwise the
+// lessee takes the credit, so a share a busy lessee leaves unused goes
+// to the others, and a lease taken that way is not held against the
+// lessee later: its clock moves on from now, not from where it was. A
+// clock lags now by no more than its lessee's queue has waited, up to
+// CatchUp: a late lessee is owed what it could catch up on, and no share
+// for time it was idle. One that lags by more than twice CatchUp has not
+// run for CatchUp: it is not waited for. Fairness only refuses leases:
+// the rate, the bucket's tat and the bounds above are as they are. It
+// adds no lock: a lease reads each lessee's clock and busy flag (atomic
+// words on the lessee's own cache line) and writes its own.
+//
 // The rate can change while workers lease (SetRate): a lease reads the
 // parameters once, through an atomic pointer.
 type Bucket struct {
 	tat atomic.Int64 // theoretical arrival time, ns
 	_   [56]byte     // keep tat on its own cache line
 
+	lessees atomic.Pointer[[]*lesseeSlot] // replaced whole by NewLessee
+
 	p       atomic.Pointer[bucketParams]
 	burst   int64 // ns of catch-up after idle
 	catchUp int64 // ns of catch-up for a worker whose queue waited (>= burst in effect)
 }
+
+// lesseeSlot is what the other lessees see of one. Its own cache line:
+// its lessee writes it at every lease.
+type lesseeSlot struct {
+	share atomic.Int64 // share clock, ns (idleShare: never leased)
+	busy  atomic.Bool
+	_     [48]byte
+}
+
+const idleShare = math.MinInt64
 
 // bucketParams are a rate and what follows from it; replaced whole.
 type bucketParams struct {
@@ -169,3 +210,144 @@ func (b *Bucket) Return(bytes int64) {
 
 // Ready returns when the next lease can succeed (<= now: already).
 func (b *Bucket) Ready() int64 { return b.tat.Load() }
+
+// Lessee is one worker's handle on a Bucket: its leases take their share
+// of the rate beside the other lessees' (see Bucket). A Lessee is used by
+// one goroutine; lessees of one Bucket run concurrently.
+type Lessee struct {
+	b      *Bucket
+	slot   *lesseeSlot
+	share  int64 // share clock, ns (idleShare: never leased)
+	busy   bool
+	others int64 // lessees other than this one taking a share, at its last lease
+	until  int64 // a refused lease's retry time (0: none)
+}
+
+// NewLessee returns a new lessee of b, idle (nil for a nil b). It
+// allocates: call it when setting up a worker, not per packet.
+func (b *Bucket) NewLessee() *Lessee {
+	if b == nil {
+		return nil
+	}
+	sl := &lesseeSlot{}
+	sl.share.Store(idleShare)
+	for {
+		old := b.lessees.Load()
+		var n []*lesseeSlot
+		if old != nil {
+			n = append(n, *old...)
+		}
+		n = append(n, sl)
+		if b.lessees.CompareAndSwap(old, &n) {
+			break
+		}
+	}
+	return &Lessee{b: b, slot: sl, share: idleShare}
+}
+
+// Lease is Bucket.Lease for this lessee.
+func (l *Lessee) Lease(now, need int64) (granted, retry int64) {
+	return l.LeaseWaiting(now, need, now)
+}
+
+// LeaseWaiting is Bucket.LeaseWaiting for this lessee, which it makes
+// busy: it may also be refused (0, and the time its share allows another
+// lease) while it is ahead of its share and another busy lessee is
+// behind its own. The lessee stays busy until Idle.
+func (l *Lessee) LeaseWaiting(now, need, since int64) (granted, retry int64) {
+	b := l.b
+	p := b.p.Load()
+	amount := max(need, p.chunk)
+	d := p.bytesToNs(amount)
+	allow := max(b.burst, min(now-since, b.catchUp))
+	if !l.busy {
+		l.busy = true
+		l.slot.busy.Store(true)
+	}
+	// The share clock lags now by no more than the lessee's queue has
+	// waited (up to CatchUp): what a late lessee is owed, and no credit
+	// for time it was idle. Published, so that the others see it.
+	s := max(l.share, now-min(now-since, b.catchUp))
+	if s != l.share {
+		l.share = s
+		l.slot.share.Store(s)
+	}
+	others, owed := b.scan(l.slot, now)
+	l.until = 0
+	for {
+		t := b.tat.Load()
+		if t > now {
+			return 0, t
+		}
+		if s > now && owed && d > 0 { // d 0: SetRate(0), unlimited
+			l.until = s
+			return 0, s
+		}
+		if b.tat.CompareAndSwap(t, max(t, now-allow)+d) {
+			break
+		}
+	}
+	// At a share of 1/(others+1), d of rate lasts (others+1)*d.
+	l.others = others
+	l.share = min(s, now) + (others+1)*d
+	l.slot.share.Store(l.share)
+	return amount, 0
+}
+
+// scan returns how many lessees other than self take a share at now,
+// and whether one of them is owed credit. A lessee takes a share while
+// it is busy, and while idle until its share clock, which it moved on by
+// what it took, comes round to now: one whose queue keeps running dry
+// has a share about as large as what it uses, so the others' shares add
+// up to the rest. A busy lessee is owed while its share clock
+// is at or before now, but not once it lags by more than twice CatchUp:
+// its share clock lags the time of its last lease by at most CatchUp, so
+// that one has not run for CatchUp, and is not waited for (it catches up
+// on no more when it comes back).
+func (b *Bucket) scan(self *lesseeSlot, now int64) (others int64, owed bool) {
+	horizon := now - 2*b.catchUp
+	for _, sl := range *b.lessees.Load() {
+		if sl == self {
+			continue
+		}
+		s := sl.share.Load()
+		switch {
+		case sl.busy.Load():
+			others++
+			owed = owed || s <= now && s >= horizon
+		case s > now:
+			others++
+		}
+	}
+	return others, owed
+}
+
+// Return hands back unused credit; the share clock goes back by what the
+// credit counted at this lessee's share.
+func (l *Lessee) Return(bytes int64) {
+	if bytes <= 0 {
+		return
+	}
+	d := l.b.p.Load().bytesToNs(bytes)
+	l.b.tat.Add(-d)
+	if l.share != idleShare {
+		l.share -= (l.others + 1) * d
+		l.slot.share.Store(l.share)
+	}
+}
+
+// Idle says the lessee's queue ran dry (return its credit first): the
+// others stop waiting for it.
+func (l *Lessee) Idle() {
+	if !l.busy {
+		return
+	}
+	l.busy = false
+	l.slot.busy.Store(false)
+	l.until = 0
+}
+
+// Ready returns when the lessee's next lease can succeed as far as it
+// knows (<= now: already): the bucket's Ready, or later if its last lease
+// was refused for its share. Another lessee's lease may change either.
+func (l *Lessee) Ready() int64 { return max(l.b.tat.Load(), l.until) }

@@ -85,6 +85,7 @@ type FQCoDel[T any] struct {
 	ops     Ops[T]
 	clk     Clock
 	b       *Bucket
+	l       *Lessee // this scheduler's handle on b (limited only)
 	limited bool
 	cfg     Config
 	ecn     bool
@@ -138,6 +139,9 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 		flows:   make([]flowQ, cfg.Flows),
 		newL:    flowList{nilIdx, nilIdx},
 		oldL:    flowList{nilIdx, nilIdx},
+	}
+	if s.limited {
+		s.l = b.NewLessee()
 	}
 	if cfg.HostFair {
 		s.hosts = make([]int32, cfg.Flows)
@@ -473,7 +477,7 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 			if w := int64(s.slots[f.head].wire); s.credit < w {
 				// The queue has waited on the rate since it
 				// filled: a late worker catches up on that time.
-				g, _ := s.b.LeaseWaiting(now, w-s.credit, s.since)
+				g, _ := s.l.LeaseWaiting(now, w-s.credit, s.since)
 				if g == 0 {
 					s.blocked = true
 					s.stats.RateLimited++
@@ -494,9 +498,8 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 		s.credit -= int64(sl.wire)
 		s.release(idx)
 	}
-	if s.limited && s.qlen == 0 && s.credit > 0 {
-		s.b.Return(s.credit)
-		s.credit = 0
+	if s.limited && s.qlen == 0 {
+		s.idle()
 	}
 	s.stats.Dequeued += uint64(n)
 	return n
@@ -506,14 +509,15 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 func (s *FQCoDel[T]) Len() int { return s.qlen }
 
 // NextSend returns when Dequeue can next return a packet: 0 when the queue
-// is empty or a packet may go now; otherwise the clock time the rate allows
-// the next one (a time already past also means now). Other workers leasing
-// meanwhile may push it later: ask again after Dequeue.
+// is empty or a packet may go now; otherwise the clock time the rate, and
+// this scheduler's share of it beside the bucket's other busy lessees,
+// allow the next one (a time already past also means now). Other workers
+// leasing meanwhile may move it: ask again after Dequeue.
 func (s *FQCoDel[T]) NextSend() int64 {
 	if s.qlen == 0 || !s.blocked {
 		return 0
 	}
-	return s.b.Ready()
+	return s.l.Ready()
 }
 
 // Flush drops every queued packet (shutdown, reconfiguration); they are
@@ -525,10 +529,19 @@ func (s *FQCoDel[T]) Flush() {
 			s.drop(idx, DropOverlimit)
 		}
 	}
-	if s.limited && s.credit > 0 {
-		s.b.Return(s.credit)
+	if s.limited {
+		s.idle()
+	}
+}
+
+// idle hands back the credit of a queue that ran dry and leaves the
+// bucket's busy lessees, so that the others get the whole rate.
+func (s *FQCoDel[T]) idle() {
+	if s.credit > 0 {
+		s.l.Return(s.credit)
 		s.credit = 0
 	}
+	s.l.Idle()
 }
 
 // Stats returns the counters.
