@@ -174,30 +174,77 @@ func Oversubscribed(workers []int, steer []dataplane.SteerMode, cpus int) []int 
 // error returned says how many failed.
 func Sweep(o Options) ([]Point, error) {
 	o = o.withDefaults()
-	total := len(o.Steer) * len(o.Sizes) * len(o.Flows) * len(o.Workers)
-	cpus := runtime.NumCPU()
-	var pts []Point
-	failed := 0
-	i := 0
+	type combo struct {
+		workers, flows int
+		size           string
+		m              dataplane.SteerMode
+	}
+	var combos []combo
 	for _, m := range o.Steer {
 		for _, size := range o.Sizes {
 			for _, flows := range o.Flows {
 				for _, w := range o.Workers {
-					i++
-					p := measure(o, w, flows, size, m, cpus)
-					if !p.OK() {
-						failed++
-					}
-					if o.Progress != nil {
-						fmt.Fprintf(o.Progress, "[%d/%d] %s\n", i, total, progress(&p))
-					}
-					pts = append(pts, p)
+					combos = append(combos, combo{w, flows, size, m})
 				}
 			}
 		}
 	}
+	cpus := runtime.NumCPU()
+	point := func(c combo) Point {
+		p := Point{Workers: c.workers, Flows: c.flows, Size: c.size, Steer: SteerName(c.m), Threads: CoresFor(c.m, c.workers)}
+		p.Oversubscribed = p.Threads > cpus
+		return p
+	}
+	// Repeated runs go round the whole sweep, so that a change in the
+	// machine's speed during the sweep falls on every point alike
+	// instead of on the points measured while it lasted.
+	runs := make([][]*pipeline.Result, len(combos))
+	errs := make([]string, len(combos))
+	total, k := len(combos)*o.Repeat, 0
+	for r := 0; r < o.Repeat; r++ {
+		for i, c := range combos {
+			k++
+			p := point(c)
+			if errs[i] == "" {
+				res, err := o.Run(pipeline.Options{Workers: c.workers, Flows: c.flows, Size: c.size, Duration: o.Duration,
+					Shape: o.Shape, Pin: o.Pin, Steer: c.m, Batch: o.Batch, IPv6: o.IPv6, Stages: o.Stages, StageShift: o.StageShift})
+				if err == nil && (res == nil || res.Packets == 0) {
+					err = errors.New("no packets")
+				}
+				if err != nil {
+					errs[i] = err.Error()
+				} else {
+					runs[i] = append(runs[i], res)
+					fromResult(&p, res)
+				}
+			}
+			p.Error = errs[i]
+			if o.Progress != nil {
+				round := ""
+				if o.Repeat > 1 {
+					round = fmt.Sprintf(" round %d/%d", r+1, o.Repeat)
+				}
+				fmt.Fprintf(o.Progress, "[%d/%d]%s %s\n", k, total, round, progress(&p))
+			}
+		}
+	}
+	pts := make([]Point, len(combos))
+	failed := 0
+	for i, c := range combos {
+		pts[i] = point(c)
+		if errs[i] != "" {
+			pts[i].Error = errs[i]
+			failed++
+			continue
+		}
+		rs := runs[i]
+		sort.SliceStable(rs, func(a, b int) bool { return rs[a].Mpps < rs[b].Mpps })
+		fromResult(&pts[i], rs[(len(rs)-1)/2])
+		pts[i].Runs = len(rs)
+		pts[i].MppsMin, pts[i].MppsMax = rs[0].Mpps, rs[len(rs)-1].Mpps
+	}
 	if failed > 0 {
-		return pts, fmt.Errorf("%d of %d points failed", failed, total)
+		return pts, fmt.Errorf("%d of %d points failed", failed, len(combos))
 	}
 	return pts, nil
 }
@@ -218,31 +265,6 @@ func progress(p *Point) string {
 		s += fmt.Sprintf(" (%d of %d workers forwarded nothing)", p.IdleWorkers, p.Workers)
 	}
 	return s
-}
-
-// measure runs one point o.Repeat times and keeps the median run.
-func measure(o Options, workers, flows int, size string, m dataplane.SteerMode, cpus int) Point {
-	p := Point{Workers: workers, Flows: flows, Size: size, Steer: SteerName(m), Threads: CoresFor(m, workers)}
-	p.Oversubscribed = p.Threads > cpus
-	po := pipeline.Options{Workers: workers, Flows: flows, Size: size, Duration: o.Duration,
-		Shape: o.Shape, Pin: o.Pin, Steer: m, Batch: o.Batch, IPv6: o.IPv6, Stages: o.Stages, StageShift: o.StageShift}
-	var runs []*pipeline.Result
-	for r := 0; r < o.Repeat; r++ {
-		res, err := o.Run(po)
-		if err == nil && (res == nil || res.Packets == 0) {
-			err = errors.New("no packets")
-		}
-		if err != nil {
-			p.Error = err.Error()
-			return p
-		}
-		runs = append(runs, res)
-	}
-	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Mpps < runs[j].Mpps })
-	fromResult(&p, runs[(len(runs)-1)/2])
-	p.Runs = len(runs)
-	p.MppsMin, p.MppsMax = runs[0].Mpps, runs[len(runs)-1].Mpps
-	return p
 }
 
 // fromResult fills p's figures from one pipeline run.

@@ -595,3 +595,27 @@ func TestSweepStages(t *testing.T) {
 		t.Errorf("stage figure without stage costs: %v", err)
 	}
 }
+
+// TestSweepRoundRobin: repeated runs go round the whole sweep (each
+// point's runs spread over it), and each point is its median run.
+func TestSweepRoundRobin(t *testing.T) {
+	var order []int
+	run := fakeRun(func(o pipeline.Options) float64 {
+		order = append(order, o.Workers)
+		return float64(len(order)) // later runs are faster: a drifting machine
+	})
+	var prog bytes.Buffer
+	pts, err := Sweep(Options{Workers: []int{1, 2}, Flows: []int{1}, Sizes: []string{"64"}, Repeat: 3, Run: run, Progress: &prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(order) != "[1 2 1 2 1 2]" {
+		t.Fatalf("run order %v, want round after round", order)
+	}
+	if pts[0].Mpps != 3 || pts[0].MppsMin != 1 || pts[0].MppsMax != 5 || pts[1].Mpps != 4 || pts[1].Runs != 3 {
+		t.Fatalf("points %+v", pts)
+	}
+	if !strings.Contains(prog.String(), "[6/6] round 3/3 workers=2 flows=1 size=64 steer=inline: 6.00 Mpps") {
+		t.Errorf("progress:\n%s", prog.String())
+	}
+}
