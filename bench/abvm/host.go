@@ -36,10 +36,10 @@ func kernelPPPoE(p pppoeProbes) error {
 		if err == nil {
 			err = fmt.Errorf("loaded, but there is no %s", path)
 		}
-		missing = append(missing, fmt.Sprintf("%s (no %s; modprobe %s: %v)", what, path, mod, err))
+		missing = append(missing, fmt.Sprintf("%s: no %s (modprobe %s: %v)", what, path, mod, err))
 	}
-	module("/dev/ppp", "ppp_generic", "PPP (/dev/ppp, the ppp_generic module)")
-	module("/proc/net/pppoe", "pppoe", "PPP over Ethernet (the pppoe module)")
+	module("/dev/ppp", "ppp_generic", "PPP")
+	module("/proc/net/pppoe", "pppoe", "PPP over Ethernet")
 	if err := p.lookPath("pppd"); err != nil {
 		missing = append(missing, "pppd (apt-get install ppp)")
 	} else {

@@ -51,8 +51,8 @@ func TestKernelPPPoE(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error without PPP")
 	}
-	for _, s := range []string{"missing: ", "/dev/ppp", "modprobe ppp_generic: exit status 1: modprobe: FATAL: Module ppp_generic not found",
-		"the pppoe module", "/proc/net/pppoe", "modprobe pppoe:", "pppd (apt-get install ppp)", "nft (apt-get install nftables)",
+	for _, s := range []string{"missing: PPP: no /dev/ppp (modprobe ppp_generic: exit status 1: modprobe: FATAL: Module ppp_generic not found)",
+		"; PPP over Ethernet: no /proc/net/pppoe (modprobe pppoe: exit status 1:", "pppd (apt-get install ppp)", "nft (apt-get install nftables)",
 		"--paths pppfwd runs the pppfwd path alone"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error lacks %q:\n%v", s, err)
@@ -69,7 +69,7 @@ func TestKernelPPPoE(t *testing.T) {
 	h = &fakeHost{paths: map[string]bool{}, cmds: map[string]bool{"pppd": true, "nft": true}, globs: map[string]bool{},
 		modules: map[string]string{"ppp_generic": "/dev/ppp", "pppoe": "/proc/net/pppoe"}}
 	err = kernelPPPoE(h.probes())
-	if err == nil || !strings.Contains(err.Error(), "missing: pppd's PPPoE plugin rp-pppoe.so") || strings.Contains(err.Error(), "module") {
+	if err == nil || !strings.Contains(err.Error(), "missing: pppd's PPPoE plugin rp-pppoe.so") || strings.Contains(err.Error(), "modprobe") {
 		t.Errorf("pppd without rp-pppoe.so: %v", err)
 	}
 
