@@ -81,3 +81,31 @@ func TestPickCPUs(t *testing.T) {
 		t.Fatal("an offline CPU accepted")
 	}
 }
+
+func TestHostCPUs(t *testing.T) {
+	all, err := hostStat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus, pin, gen, err := hostCPUs(nil)
+	if err != nil || pin || gen != -1 || len(cpus) != len(all) || cpus[0] != all[0].CPU {
+		t.Fatalf("all CPUs: %v pin %v gen %d, %v", cpus, pin, gen, err)
+	}
+	last := all[len(all)-1].CPU
+	cpus, pin, gen, err = hostCPUs([]int{last})
+	if err != nil || !pin || len(cpus) != 1 || cpus[0] != last {
+		t.Fatalf("CPU %d: %v pin %v, %v", last, cpus, pin, err)
+	}
+	if want := -1; len(all) > 1 {
+		if gen != all[0].CPU {
+			t.Errorf("generator on %d, want %d", gen, all[0].CPU)
+		}
+	} else if gen != want {
+		t.Errorf("generator on %d with one CPU", gen)
+	}
+	for _, bad := range [][]int{{last + 1}, {last, last}} {
+		if _, _, _, err := hostCPUs(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
