@@ -175,6 +175,9 @@ func openHostBox(c hostBoxConfig) (_ *hostBox, err error) {
 		if err := h.ns.DisableOffloads(p.in); err != nil {
 			return nil, err
 		}
+		// No IPv6 on the ports, as in the VM: the wire carries only
+		// what the A/B sends (a kernel without IPv6 has none anyway).
+		_ = h.ns.Sysctl("net.ipv6.conf."+p.in+".disable_ipv6", "1")
 		// On veth a frame's receive work runs on the CPU that sent it:
 		// RPS puts the router's on its CPUs, as a NIC's queues would.
 		if err := setRPS(h.ns, p.in, c.CPUs); err != nil {
