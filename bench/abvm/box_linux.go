@@ -165,7 +165,15 @@ func openHostBox(c hostBoxConfig) (_ *hostBox, err error) {
 		return nil, err
 	}
 	for i, p := range []struct{ in, out string }{{guestLAN, lanTap}, {guestWAN, wanTap}} {
-		if err := lab.Veth(p.in, h.ns, p.out, c.Lab, 1); err != nil {
+		// Made inside the namespace: this host's own namespace may have
+		// an eth0 already. Deleting the namespace deletes the pair.
+		if _, err := h.ns.Exec("ip", "link", "add", "name", p.in, "type", "veth", "peer", "name", p.out, "netns", c.Lab.Name); err != nil {
+			return nil, err
+		}
+		if err := h.ns.SetUp(p.in); err != nil {
+			return nil, err
+		}
+		if err := c.Lab.SetUp(p.out); err != nil {
 			return nil, err
 		}
 		mac := vmlab.DefaultMAC(i)
