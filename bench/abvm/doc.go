@@ -36,6 +36,21 @@
 // Figures are medians over runs with min and max. Under TCG absolute
 // rates mean little; the report leads with the ratios.
 //
+// With Options.Where "host" the router under test runs in a network
+// namespace of this host instead (for a kernel with PPPoE: the same A/B
+// without emulation), its ports veth ends whose peers stand where the
+// taps stood, everything else unchanged. Its commands run in the
+// namespace (ip netns exec; the kernel path's pppd with a private copy of
+// /etc/ppp bound over it, so that its secrets stay out of this host's),
+// its files are in a private directory with pppfwd's control socket and
+// pppd's log beside them, and its per-core figures are this host's
+// /proc/stat of the CPUs it runs on (Options.HostCPUs: its commands are
+// pinned there, RPS steers its ports' receive work there, and the
+// generator takes a CPU left over). Each run makes a new namespace per
+// path, as it boots a new VM. The kernel path needs PPPoE in this
+// host's kernel (HostAvailable says what is missing); the pppfwd path
+// needs none, and Options.Paths may run it alone.
+//
 // It may import the router, pppoe, hdr, internal, nic and other bench
 // packages (vmlab, iobench, ab); only cmd imports it.
 package abvm

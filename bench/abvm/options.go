@@ -8,7 +8,20 @@ import (
 
 // Options configure Run.
 type Options struct {
-	VCPUs    int // the VM's vCPUs (default 2)
+	// Where the router under test runs: "vm" (default: the lab VM) or
+	// "host" (a network namespace of this host, on HostCPUs).
+	Where string
+	// Paths are the routers measured, of "kernel" and "pppfwd" (default
+	// both); they run in that order.
+	Paths []string
+	// HostCPUs (Where "host") are the host CPUs the router under test
+	// runs on: its commands are pinned to them, its ports' receive work
+	// is steered to them (RPS), and its per-core figures are theirs. If
+	// a CPU is left over, the generator is pinned to the first such and
+	// the lab's ends' receive work steered to it. nil: every CPU, nothing
+	// pinned.
+	HostCPUs []int
+	VCPUs    int // the VM's vCPUs (default 2; Where "host": len(HostCPUs))
 	MemoryMB int // the VM's RAM (default 512)
 	Runs     int // default 3
 	Size     int // LAN frame size in bytes, 64..1500 (default 64)
@@ -58,7 +71,39 @@ func tcpDirections(load string) []string {
 	return []string{"up", "down"}
 }
 
+// AllPaths are Options.Paths' values, in the order they run.
+var AllPaths = []string{"kernel", "pppfwd"}
+
 func (o *Options) defaults() error {
+	switch o.Where {
+	case "":
+		o.Where = "vm"
+	case "vm", "host":
+	default:
+		return fmt.Errorf("abvm: where %q: allowed vm, host", o.Where)
+	}
+	if len(o.Paths) == 0 {
+		o.Paths = AllPaths
+	}
+	var paths []string
+	for _, p := range AllPaths {
+		n := 0
+		for _, q := range o.Paths {
+			if q == p {
+				n++
+			}
+		}
+		if n > 1 {
+			return fmt.Errorf("abvm: path %s given twice", p)
+		}
+		if n == 1 {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) != len(o.Paths) {
+		return fmt.Errorf("abvm: paths %q: allowed kernel, pppfwd", o.Paths)
+	}
+	o.Paths = paths
 	if o.VCPUs <= 0 {
 		o.VCPUs = 2
 	}

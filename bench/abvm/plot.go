@@ -35,7 +35,7 @@ func Plot(r *Report, dir string) ([]string, error) {
 		p    *Path
 		c    color.Color
 	}{{"kernel", &r.Kernel, color.RGBA{R: 200, G: 60, B: 40, A: 255}}, {"pppfwd", &r.PPPFWD, color.RGBA{R: 30, G: 90, B: 200, A: 255}}}
-	sub := fmt.Sprintf("%d B, load %s, %d vCPUs, median of %d runs", r.Size, r.Direction, r.VCPUs, r.Runs)
+	sub := fmt.Sprintf("%d B, load %s, %d %ss, median of %d runs", r.Size, r.Direction, r.VCPUs, r.coreName(), r.Runs)
 	dirs := 2.0
 	if r.Direction == "down" || r.Direction == "up" {
 		dirs = 1
@@ -62,7 +62,7 @@ func Plot(r *Report, dir string) ([]string, error) {
 
 	// Per-core busy share.
 	p = plot.New()
-	p.Title.Text = "vCPU busy share per step (" + sub + ")"
+	p.Title.Text = r.coreName() + " busy share per step (" + sub + ")"
 	p.X.Label.Text = "offered frames/s (all directions)"
 	p.Y.Label.Text = "busy share"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}

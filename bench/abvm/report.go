@@ -136,13 +136,20 @@ type TCPRatio struct {
 
 // Report is `pppfwd bench ab`'s result.
 type Report struct {
-	Bench    string `json:"bench"`
+	Bench string `json:"bench"`
+	// Where the router under test ran: vm (the lab VM, Emulated) or
+	// host (a network namespace of this host, on CPUs).
 	Where    string `json:"where"`
 	Emulated bool   `json:"emulated"`
-	VCPUs    int    `json:"vcpus"`
-	Runs     int    `json:"runs"`
-	Size     int    `json:"size"`
-	Flows    int    `json:"flows"`
+	// Paths are the routers measured (a path not run has no steps).
+	Paths []string `json:"paths"`
+	// VCPUs are the CPUs the router under test had: the VM's vCPUs, or
+	// with where host len(CPUs), the host CPUs its per-core figures are.
+	VCPUs int   `json:"vcpus"`
+	CPUs  []int `json:"cpus,omitempty"`
+	Runs  int   `json:"runs"`
+	Size  int   `json:"size"`
+	Flows int   `json:"flows"`
 	// Direction is what was loaded: both, down (WAN to LAN) or up.
 	Direction string `json:"direction"`
 	Workers   int    `json:"pppfwd_workers"`
@@ -383,6 +390,19 @@ func (r *Report) finish() {
 	}
 }
 
+// ran reports whether path was measured (a report without Paths has
+// both).
+func (r *Report) ran(path string) bool { return len(r.Paths) == 0 || slices.Contains(r.Paths, path) }
+
+// coreName is what the per-core figures are of: the VM's vCPUs or, with
+// where host, host CPUs.
+func (r *Report) coreName() string {
+	if r.Where == "host" {
+		return "CPU"
+	}
+	return "vCPU"
+}
+
 // WriteTable writes the report as text: the ratios first, then each
 // path's steps.
 func (r *Report) WriteTable(w io.Writer) {
@@ -390,24 +410,35 @@ func (r *Report) WriteTable(w io.Writer) {
 	if r.Emulated {
 		emu = ", emulated (TCG): read the ratios, not the absolute rates"
 	}
-	fmt.Fprintf(w, "bench ab: where %s%s; %d vCPUs, %d runs (medians, min-max), %d B frames, %d flows, load %s, pppfwd %s with %d workers\n",
-		r.Where, emu, r.VCPUs, r.Runs, r.Size, r.Flows, r.Direction, r.Backend, r.Workers)
-	fmt.Fprintf(w, "\n  delivered  pppfwd/kernel %.2fx packets, %.2fx Mbit/s\n", r.RatioPPS, r.RatioMbps)
-	fmt.Fprintf(w, "  p99 under overload  kernel %.1f ms, pppfwd %.1f ms (kernel/pppfwd %.2fx)\n",
-		r.Kernel.LatencyP99Ms, r.PPPFWD.LatencyP99Ms, r.RatioLatencyP99)
-	if r.ShapeBps > 0 {
-		fmt.Fprintf(w, "  shaped at %d bit/s each way, p99 under overload  kernel %.1f ms, pppfwd %.1f ms\n",
-			r.ShapeBps, r.Kernel.ShapedLatencyP99Ms, r.PPPFWD.ShapedLatencyP99Ms)
+	cores := fmt.Sprintf("%d vCPUs", r.VCPUs)
+	if r.Where == "host" {
+		cores = "the router on CPUs " + cpuList(r.CPUs)
+	}
+	fmt.Fprintf(w, "bench ab: where %s%s; %s, %d runs (medians, min-max), %d B frames, %d flows, load %s, pppfwd %s with %d workers\n",
+		r.Where, emu, cores, r.Runs, r.Size, r.Flows, r.Direction, r.Backend, r.Workers)
+	if r.ran("kernel") && r.ran("pppfwd") {
+		fmt.Fprintf(w, "\n  delivered  pppfwd/kernel %.2fx packets, %.2fx Mbit/s\n", r.RatioPPS, r.RatioMbps)
+		fmt.Fprintf(w, "  p99 under overload  kernel %.1f ms, pppfwd %.1f ms (kernel/pppfwd %.2fx)\n",
+			r.Kernel.LatencyP99Ms, r.PPPFWD.LatencyP99Ms, r.RatioLatencyP99)
+		if r.ShapeBps > 0 {
+			fmt.Fprintf(w, "  shaped at %d bit/s each way, p99 under overload  kernel %.1f ms, pppfwd %.1f ms\n",
+				r.ShapeBps, r.Kernel.ShapedLatencyP99Ms, r.PPPFWD.ShapedLatencyP99Ms)
+		}
+	} else if r.ShapeBps > 0 {
+		fmt.Fprintf(w, "\n  shaped at %d bit/s each way\n", r.ShapeBps)
 	}
 	for _, e := range []struct {
-		name string
-		p    *Path
-	}{{"kernel (pppd rp-pppoe.so + nftables)", &r.Kernel}, {"pppfwd", &r.PPPFWD}} {
+		path, name string
+		p          *Path
+	}{{"kernel", "kernel (pppd rp-pppoe.so + nftables)", &r.Kernel}, {"pppfwd", "pppfwd", &r.PPPFWD}} {
+		if !r.ran(e.path) {
+			continue
+		}
 		fmt.Fprintf(w, "\n%s: %.0f pps delivered (%.0f-%.0f), %.1f Mbit/s; at its peak cores busy %s\n",
 			e.name, e.p.PPS, e.p.PPSMin, e.p.PPSMax, e.p.Mbps, pcts(e.p.CapacityCoreBusy))
-		writeSteps(w, "unshaped", e.p.Steps)
+		writeSteps(w, "unshaped", r.coreName(), e.p.Steps)
 		if len(e.p.ShapedSteps) > 0 {
-			writeSteps(w, "shaped", e.p.ShapedSteps)
+			writeSteps(w, "shaped", r.coreName(), e.p.ShapedSteps)
 		}
 	}
 	r.writeTCP(w)
@@ -417,9 +448,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-func writeSteps(w io.Writer, what string, steps []Step) {
+func writeSteps(w io.Writer, what, core string, steps []Step) {
 	fmt.Fprintf(w, "  %-8s %10s %10s %7s %8s %8s %8s  %-14s %-14s %-14s %6s\n", what, "offered/dir", "delivered", "loss%",
-		"p50 ms", "p99 ms", "Mbit/s", "vCPU busy", "vCPU softirq", "host busy", "sent%")
+		"p50 ms", "p99 ms", "Mbit/s", core+" busy", core+" softirq", "host busy", "sent%")
 	for _, s := range steps {
 		fmt.Fprintf(w, "  %-8s %10.0f %10.0f %7.2f %8.2f %8.2f %8.1f  %-14s %-14s %-14s %6.1f\n", "",
 			s.OfferedPPS, s.PPS, s.LossPct, s.LatencyP50Ms, s.LatencyP99Ms, s.Mbps,
@@ -444,7 +475,7 @@ func (r *Report) writeTCP(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nTCP through the router (iperf3 from a LAN host to the Internet side, %.0f s each; goodput received, round trip during the transfer):\n", r.TCPSeconds)
 	fmt.Fprintf(w, "  %-8s %-4s %7s  %-6s %8s %-17s %6s %8s %8s  %-14s %s\n", "", "dir", "streams", "path", "Mbit/s", " (min-max)",
-		"retr", "p50 ms", "p99 ms", "vCPU busy", "pppfwd/kernel")
+		"retr", "p50 ms", "p99 ms", r.coreName()+" busy", "pppfwd/kernel")
 	ratio := map[tcpKey]TCPRatio{}
 	for _, x := range r.TCPRatios {
 		ratio[tcpKey{x.Shaped, x.Direction, x.Streams}] = x

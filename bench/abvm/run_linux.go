@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,7 +50,8 @@ var (
 
 func u32(a netip.Addr) uint32 { return binary.BigEndian.Uint32(a.AsSlice()) }
 
-// Available reports what the live A/B lacks here.
+// Available reports what the live A/B with the router under test in the
+// lab VM (Where "vm") lacks here.
 func Available() error {
 	if os.Geteuid() != 0 {
 		return errors.New("abvm: needs root (namespaces, taps, qemu)")
@@ -56,12 +59,108 @@ func Available() error {
 	return vmlab.Available()
 }
 
+// HostAvailable reports what the live A/B with the router under test in
+// a namespace of this host (Where "host") lacks here for paths: the
+// kernel path needs PPPoE in this host's kernel (see kernelPPPoE).
+func HostAvailable(paths []string) error {
+	if slices.Contains(paths, "kernel") {
+		if err := kernelPPPoE(hostProbes); err != nil {
+			return err
+		}
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("abvm: needs root (network namespaces, veth)")
+	}
+	for _, c := range []string{"ip", "taskset"} {
+		if _, err := exec.LookPath(c); err != nil {
+			return fmt.Errorf("abvm: %s not found: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// hostProbes ask this host.
+var hostProbes = pppoeProbes{
+	exists: func(path string) bool { _, err := os.Stat(path); return err == nil },
+	lookPath: func(name string) error {
+		_, err := exec.LookPath(name)
+		return err
+	},
+	modprobe: func(module string) error {
+		out, err := exec.Command("modprobe", module).CombinedOutput()
+		if err != nil {
+			if s := strings.TrimSpace(string(out)); s != "" {
+				return fmt.Errorf("%v: %s", err, s)
+			}
+		}
+		return err
+	},
+	glob: func(pattern string) []string {
+		m, _ := filepath.Glob(pattern)
+		return m
+	},
+}
+
+// hostCPUs resolves Options.HostCPUs against this host's CPUs: the
+// router's CPUs, whether to pin to them, and the generator's CPU (-1:
+// not pinned).
+func hostCPUs(want []int) (cpus []int, pin bool, gen int, err error) {
+	all, err := hostStat()
+	if err != nil {
+		return nil, false, -1, err
+	}
+	var online []int
+	for _, c := range all {
+		online = append(online, c.CPU)
+	}
+	if len(want) == 0 {
+		return online, false, -1, nil
+	}
+	for i, c := range want {
+		if !slices.Contains(online, c) {
+			return nil, false, -1, fmt.Errorf("abvm: host CPU %d: allowed: this host's, %s", c, cpuList(online))
+		}
+		if slices.Contains(want[:i], c) {
+			return nil, false, -1, fmt.Errorf("abvm: host CPU %d given twice", c)
+		}
+	}
+	gen = -1
+	for _, c := range online {
+		if !slices.Contains(want, c) {
+			gen = c
+			break
+		}
+	}
+	return want, true, gen, nil
+}
+
 // Run runs the A/B and returns its report.
 func Run(ctx context.Context, o Options) (*Report, error) {
+	workers := o.Workers
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	if err := Available(); err != nil {
+	b := &bench{o: o, paths: vmPaths, genCPU: -1}
+	if o.Where == "host" {
+		if err := HostAvailable(o.Paths); err != nil {
+			return nil, err
+		}
+		var err error
+		if b.cpus, b.pin, b.genCPU, err = hostCPUs(o.HostCPUs); err != nil {
+			return nil, err
+		}
+		o.VCPUs = len(b.cpus)
+		if workers <= 0 {
+			o.Workers = o.VCPUs
+		}
+		b.o = o
+		root, err := os.MkdirTemp("", "pppfwd-ab-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(root)
+		b.paths = hostPaths(root, o.Binary)
+	} else if err := Available(); err != nil {
 		return nil, err
 	}
 	if o.TCP {
@@ -78,20 +177,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := ns.DisableIPv6(); err != nil {
 		return nil, err
 	}
-	b := &bench{o: o, ns: ns}
+	b.ns = ns
 	if o.TCP {
 		if b.inet, err = startInet(lab); err != nil {
 			return nil, fmt.Errorf("the TCP step's Internet side: %w", err)
 		}
 		defer b.inet.close()
 	}
-	rep := &Report{Bench: "ab", Where: "vm", Emulated: true, VCPUs: o.VCPUs, Runs: o.Runs, Size: o.Size, Direction: o.Direction,
+	rep := &Report{Bench: "ab", Where: o.Where, Emulated: o.Where == "vm", Paths: o.Paths, CPUs: b.cpus, VCPUs: o.VCPUs, Runs: o.Runs, Size: o.Size, Direction: o.Direction,
 		Flows: o.Flows, Workers: o.Workers, Backend: "afpacket"}
 	var kRuns, pRuns, kShaped, pShaped [][]Step
 	var kTCP, pTCP [][]TCPStep
 	ladders := map[string][]float64{}
 	for run := 0; run < o.Runs; run++ {
-		for _, path := range []string{"kernel", "pppfwd"} {
+		for _, path := range o.Paths {
 			rates := o.Rates
 			if rates == nil {
 				rates = ladders[path] // nil in the first run: grow it
@@ -121,11 +220,26 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.TCPSeconds = o.TCPDuration.Seconds()
 	}
 	rep.finish()
-	rep.Notes = append(rep.Notes,
-		"the router under test runs in a qemu TCG VM; the generator, the access concentrator and the probe run natively on the host side of its taps",
-		"a step whose sent_pct is below 99 or whose gen_cpu_share is near 1 was limited by the host, not the router")
-	if o.TCP {
-		rep.Notes = append(rep.Notes, "the TCP step's iperf3 client and server and the relay between the WAN tap and the server's namespace run on the host too: their CPU shows in host_core_busy")
+	if o.Where == "vm" {
+		rep.Notes = append(rep.Notes,
+			"the router under test runs in a qemu TCG VM; the generator, the access concentrator and the probe run natively on the host side of its taps",
+			"a step whose sent_pct is below 99 or whose gen_cpu_share is near 1 was limited by the host, not the router")
+		if o.TCP {
+			rep.Notes = append(rep.Notes, "the TCP step's iperf3 client and server and the relay between the WAN tap and the server's namespace run on the host too: their CPU shows in host_core_busy")
+		}
+	} else {
+		rep.Notes = append(rep.Notes,
+			"the router under test runs in a network namespace of this host, on veth pairs, its ports' receive work steered to CPUs "+cpuList(b.cpus)+
+				" (RPS); per_core_busy are those CPUs' shares, from this host's /proc/stat",
+			"a step whose sent_pct is below 99 or whose gen_cpu_share is near 1 was limited by the generator, not the router")
+		if b.genCPU >= 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the router's commands ran pinned to its CPUs (taskset), the generator on CPU %d", b.genCPU))
+		} else {
+			rep.Notes = append(rep.Notes, "the generator, the access concentrator and the probe share the router's CPUs: their work is in per_core_busy too")
+		}
+	}
+	if len(o.Paths) < len(AllPaths) {
+		rep.Notes = append(rep.Notes, "only the "+strings.Join(o.Paths, " and ")+" path ran: no ratios")
 	}
 	return rep, nil
 }
@@ -138,9 +252,15 @@ func appendNonNil(xs [][]Step, s []Step) [][]Step {
 }
 
 type bench struct {
-	o    Options
-	ns   *nettest.NS
-	inet *inet // the TCP step's Internet side (nil without it)
+	o     Options
+	ns    *nettest.NS
+	paths boxPaths // where the router under test's files are
+	// Where "host": the router's CPUs, whether its commands are pinned
+	// to them, and the generator's CPU (-1: not pinned).
+	cpus   []int
+	pin    bool
+	genCPU int
+	inet   *inet // the TCP step's Internet side (nil without it)
 	// relaySess is the session the TCP step's relay serves (pppfwd's
 	// changes when it restarts shaped).
 	relaySess atomic.Pointer[pppoe.SessionInfo]
@@ -162,9 +282,21 @@ func (b *bench) params(bps uint64) ab.Params {
 	return p
 }
 
-// guestFiles are the A/B's files for the guest under dir.
-func (b *bench) guestFiles(dir string, bps uint64) ([]vmlab.ExtraFile, error) {
+// files are the A/B's files shaped at bps (0: off), as the box runs them.
+func (b *bench) files(bps uint64) ([]ab.File, error) {
 	files, err := ab.Files("linux", b.params(bps), "afpacket")
+	if err != nil {
+		return nil, err
+	}
+	for i := range files {
+		files[i].Body = b.paths.adjust(files[i].Path, files[i].Body)
+	}
+	return files, nil
+}
+
+// guestFiles are the A/B's files for the box under dir.
+func (b *bench) guestFiles(dir string, bps uint64) ([]vmlab.ExtraFile, error) {
+	files, err := b.files(bps)
 	if err != nil {
 		return nil, err
 	}
@@ -175,20 +307,36 @@ func (b *bench) guestFiles(dir string, bps uint64) ([]vmlab.ExtraFile, error) {
 	return out, nil
 }
 
-// runPath boots a VM, brings path up and runs its steps.
-func (b *bench) runPath(ctx context.Context, run int, path string, rates []float64) (*pathResult, error) {
+// openBox starts the box the router under test runs in, for path, with
+// extra files: the lab VM (booted; pppfwd's binary copied into it) or a
+// namespace of this host.
+func (b *bench) openBox(ctx context.Context, path string, extra []vmlab.ExtraFile) (box, error) {
 	o := b.o
-	extra, err := b.guestFiles(guestDir, 0)
-	if err != nil {
-		return nil, err
+	if o.Where == "host" {
+		return openHostBox(hostBoxConfig{Lab: b.ns, Root: filepath.Dir(b.paths.dir), Paths: b.paths, Files: extra,
+			CPUs: b.cpus, Pin: b.pin, GenCPU: b.genCPU, Kernel: path == "kernel"})
 	}
 	if path == "pppfwd" {
 		extra = append(extra, vmlab.ExtraFile{Path: guestBinary, Mode: 0o755, Src: o.Binary})
 	}
 	bootCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
 	vm, err := vmlab.Start(bootCtx, vmlab.Options{Netns: b.ns, NICs: []vmlab.NIC{{Tap: lanTap}, {Tap: wanTap}},
 		VCPUs: o.VCPUs, MemoryMB: o.MemoryMB, CacheDir: o.CacheDir, Extra: extra, Logf: o.Logf})
-	cancel()
+	if err != nil {
+		return nil, err
+	}
+	return vm, nil
+}
+
+// runPath starts a box, brings path up in it and runs its steps.
+func (b *bench) runPath(ctx context.Context, run int, path string, rates []float64) (*pathResult, error) {
+	o := b.o
+	extra, err := b.guestFiles(b.paths.dir, 0)
+	if err != nil {
+		return nil, err
+	}
+	vm, err := b.openBox(ctx, path, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +365,7 @@ func (b *bench) runPath(ctx context.Context, run int, path string, rates []float
 	}
 	sess, err := waitSession(ctx, ac, 0, 90*time.Second)
 	if err != nil {
-		out, _ := vm.Run("tail -n 30 /var/log/messages; cat /tmp/pppfwd.log 2>/dev/null | tail -n 30")
+		out, _ := vm.Run(fmt.Sprintf("tail -n 30 %s; cat %s 2>/dev/null | tail -n 30", b.paths.kernelLog, b.paths.log))
 		return nil, fmt.Errorf("%w; guest log:\n%s", err, out)
 	}
 	o.Logf("%s path: session %#x, address %s", path, sess.ID, ipStr(sess.Addr))
@@ -255,8 +403,9 @@ func (b *bench) runPath(ctx context.Context, run int, path string, rates []float
 	if b.shapeBps == 0 {
 		b.shapeBps = o.ShapeBps
 		if b.shapeBps == 0 {
-			// Half the kernel path's peak (it runs first), in bits of
-			// the frames one direction carries.
+			// A quarter of the first path's peak (the kernel path's
+			// unless it is not run), in bits of the frames one
+			// direction carries.
 			peak := 0.0
 			for _, s := range res.steps {
 				peak = max(peak, s.Mbps)
@@ -276,7 +425,7 @@ func (b *bench) runPath(ctx context.Context, run int, path string, rates []float
 		// again in it.
 		old := sess.ID
 		if sess, err = waitSession(ctx, ac, old, 90*time.Second); err != nil {
-			out, _ := vm.Run("tail -n 30 /tmp/pppfwd.log")
+			out, _ := vm.Run("tail -n 30 " + b.paths.log)
 			return nil, fmt.Errorf("shaped: %w; guest log:\n%s", err, out)
 		}
 		o.Logf("%s path shaped: session %#x, address %s", path, sess.ID, ipStr(sess.Addr))
@@ -305,14 +454,14 @@ func (b *bench) runPath(ctx context.Context, run int, path string, rates []float
 	return res, nil
 }
 
-// bringUp starts the path's router in the guest.
-func (b *bench) bringUp(ctx context.Context, vm *vmlab.VM, path string) error {
+// bringUp starts the path's router in the box.
+func (b *bench) bringUp(ctx context.Context, vm box, path string) error {
 	var cmd string
 	switch path {
 	case "kernel":
-		cmd = "sh " + guestDir + "/run-ab.sh kernel"
+		cmd = "sh " + b.paths.dir + "/run-ab.sh kernel"
 	case "pppfwd":
-		cmd = fmt.Sprintf("PPPFWD=%s sh %s/run-ab.sh pppfwd >/tmp/pppfwd.log 2>&1 &", guestBinary, guestDir)
+		cmd = b.paths.startPppfwd(b.paths.dir, false)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -328,23 +477,17 @@ func (b *bench) bringUp(ctx context.Context, vm *vmlab.VM, path string) error {
 // while it runs (a reload only changes the rates), stops (ending its
 // session) and starts again with the shaped pppfwd.conf, so the caller
 // waits for the new session.
-func (b *bench) shape(vm *vmlab.VM, path string) error {
-	files, err := ab.Files("linux", b.params(b.shapeBps), "afpacket")
+func (b *bench) shape(vm box, path string) error {
+	files, err := b.files(b.shapeBps)
 	if err != nil {
 		return err
 	}
 	for _, f := range files {
-		if err := vm.WriteFile(guestShaped+"/"+f.Path, []byte(f.Body), f.Mode); err != nil {
+		if err := vm.WriteFile(b.paths.shaped+"/"+f.Path, []byte(f.Body), f.Mode); err != nil {
 			return err
 		}
 	}
-	var cmd string
-	if path == "kernel" {
-		cmd = fmt.Sprintf("sh %s/tc-cake.sh || sh %s/tc-fq_codel.sh", guestShaped, guestShaped)
-	} else {
-		cmd = fmt.Sprintf("kill $(pidof pppfwd); i=0; while pidof pppfwd >/dev/null; do i=$((i+1)); [ $i -le 100 ] || exit 1; sleep 0.1; done; "+
-			"PPPFWD=%s sh %s/run-ab.sh pppfwd >>/tmp/pppfwd.log 2>&1 & sleep 1; tail -n 5 /tmp/pppfwd.log", guestBinary, guestShaped)
-	}
+	cmd := b.shapeCmd(path)
 	out, err := vm.Run(cmd)
 	if err != nil {
 		return fmt.Errorf("shaping the %s path: %w\n%s", path, err, out)
@@ -353,9 +496,19 @@ func (b *bench) shape(vm *vmlab.VM, path string) error {
 	return nil
 }
 
+// shapeCmd is the command that switches path to the shaped
+// configuration.
+func (b *bench) shapeCmd(path string) string {
+	p := b.paths
+	if path == "kernel" {
+		return fmt.Sprintf("sh %s/tc-cake.sh || sh %s/tc-fq_codel.sh", p.shaped, p.shaped)
+	}
+	return p.stopPppfwd() + p.startPppfwd(p.shaped, true) + " sleep 1; tail -n 5 " + p.log
+}
+
 // ladder runs the steps at rates, or, with rates nil, from 1000 frames/s
 // per direction doubling until the offer is twice the most delivered.
-func (b *bench) ladder(ctx context.Context, vm *vmlab.VM, g *gen, run int, path, what string, rates []float64) ([]Step, error) {
+func (b *bench) ladder(ctx context.Context, vm box, g *gen, run int, path, what string, rates []float64) ([]Step, error) {
 	var steps []Step
 	grow := rates == nil
 	rate := 1000.0
@@ -400,12 +553,12 @@ func (b *bench) ladder(ctx context.Context, vm *vmlab.VM, g *gen, run int, path,
 
 // step offers rate frames/s each way for a step, with the probe and the
 // guest's CPU figures.
-func (b *bench) step(ctx context.Context, vm *vmlab.VM, g *gen, rate float64) (*Step, error) {
+func (b *bench) step(ctx context.Context, vm box, g *gen, rate float64) (*Step, error) {
 	o := b.o
 	load := iobench.Load{A: g.a, B: g.b, Up: g.up, Down: g.down,
 		MatchA: skipProbes(iobench.FastMatch([]byte{0x02, 0x60, 0, 0}, hdr.EtherTypeIPv4, o.Flows)),
 		MatchB: skipProbes(iobench.FastMatch(nil, hdr.EtherTypePPPoESess, o.Flows)),
-		Flows:  o.Flows, Rate: rate, Warmup: o.Warmup, Duration: o.StepDuration, CPU: -1, Nap: 200 * time.Microsecond}
+		Flows:  o.Flows, Rate: rate, Warmup: o.Warmup, Duration: o.StepDuration, CPU: b.genCPU, Nap: 200 * time.Microsecond}
 	dirs := 2.0
 	switch o.Direction {
 	case "down":
@@ -449,7 +602,7 @@ func (b *bench) step(ctx context.Context, vm *vmlab.VM, g *gen, rate float64) (*
 	proc := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) - c.GenCPU
 	s.HostCPUShare = max(proc.Seconds(), 0) / wall
 	if serr != nil {
-		return nil, fmt.Errorf("guest /proc/stat: %w", serr)
+		return nil, fmt.Errorf("the router's /proc/stat: %w", serr)
 	}
 	s.PerCoreBusy, s.PerCoreSoftirq, _ = smp.shares()
 	if p := smp.probe; p != nil {
@@ -470,7 +623,7 @@ type sampler struct {
 	probe       *probeResult
 }
 
-func (b *bench) sample(ctx context.Context, vm *vmlab.VM, g *gen, delay, d time.Duration) *sampler {
+func (b *bench) sample(ctx context.Context, vm box, g *gen, delay, d time.Duration) *sampler {
 	s := &sampler{}
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.wg.Add(2)

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pppfwd/pppfwd/bench/vmlab"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/internal/nettest"
 	"github.com/pppfwd/pppfwd/internal/rawsock"
@@ -247,7 +246,7 @@ func (b *bench) startRelay(ctx context.Context, wg *sync.WaitGroup) error {
 
 // tcpSteps runs the TCP step: for each direction and stream count one
 // iperf3 transfer with the probe and the CPU figures.
-func (b *bench) tcpSteps(ctx context.Context, vm *vmlab.VM, g *gen, run int, path string, shaped bool) ([]TCPStep, error) {
+func (b *bench) tcpSteps(ctx context.Context, vm box, g *gen, run int, path string, shaped bool) ([]TCPStep, error) {
 	what := "unshaped"
 	if shaped {
 		what = "shaped"
@@ -274,7 +273,7 @@ func (b *bench) tcpSteps(ctx context.Context, vm *vmlab.VM, g *gen, run int, pat
 
 // tcpStep runs one iperf3 transfer of streams streams, up (the LAN host
 // sends) or down (-R: the server sends).
-func (b *bench) tcpStep(ctx context.Context, vm *vmlab.VM, g *gen, dir string, streams int) (*TCPStep, error) {
+func (b *bench) tcpStep(ctx context.Context, vm box, g *gen, dir string, streams int) (*TCPStep, error) {
 	d := b.o.TCPDuration
 	args := []string{"-c", tcpServer.Addr().String(), "-p", strconv.Itoa(iperfPort), "-J",
 		"-t", strconv.Itoa(int(d / time.Second)), "-O", strconv.Itoa(int(tcpOmit / time.Second)),
@@ -294,7 +293,7 @@ func (b *bench) tcpStep(ctx context.Context, vm *vmlab.VM, g *gen, dir string, s
 	werr := cmd.Wait()
 	serr := smp.wait()
 	if serr != nil {
-		return nil, fmt.Errorf("guest /proc/stat: %w", serr)
+		return nil, fmt.Errorf("the router's /proc/stat: %w", serr)
 	}
 	s := &TCPStep{Direction: dir, Streams: streams}
 	// A transfer that fails (a router that stalls it, iperf3 killed at
@@ -316,8 +315,8 @@ func (b *bench) tcpStep(ctx context.Context, vm *vmlab.VM, g *gen, dir string, s
 
 // diagnose returns what the guest and the LAN host say about the
 // router, for an error.
-func (b *bench) diagnose(vm *vmlab.VM) string {
-	guest, _ := vm.Run(fmt.Sprintf("%s status 2>&1 | head -n 60; tail -n 20 /tmp/pppfwd.log 2>/dev/null; ip -s link 2>&1 | head -n 40", guestBinary))
+func (b *bench) diagnose(vm box) string {
+	guest, _ := vm.Run(fmt.Sprintf("%s 2>&1 | head -n 60; tail -n 20 %s 2>/dev/null; ip -s link 2>&1 | head -n 40", b.paths.status(), b.paths.log))
 	lan, _ := b.ns.Exec("ip", "-s", "neigh")
 	route, _ := b.ns.Exec("ip", "route")
 	inetStat, _ := b.inet.ns.Exec("nstat", "-as")

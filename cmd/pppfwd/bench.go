@@ -26,7 +26,7 @@ Scenarios:
   soak       the namespace lab at 80 % of its capacity for a long time: RSS, goroutines, fds, NAT trends
   idle       the namespace lab's router, session up, no traffic: CPU share, wakeups and system calls per second
   share      bulk TCP through the lab's router while busy loops run on the same cores: what each keeps
-  ab         pppfwd against the in-kernel PPPoE router path: --dry-run writes both sides' configurations
+  ab         pppfwd against the in-kernel PPPoE router path: live (--where vm or host) or --dry-run configurations
 `
 
 func benchMain(args []string, stdout, stderr io.Writer) int {

@@ -29,10 +29,11 @@ type abFlags struct {
 	Where        string // where the live A/B runs: vm or host ("": not given)
 	PasswordFile string // the PPPoE password's file ("": the placeholder)
 	Params       ab.Params
-	Live         abLiveFlags // the live run's (--where vm)
+	Live         abLiveFlags // the live run's (--where vm or host)
 }
 
-const abUsage = `Usage: pppfwd bench ab --where vm [--vcpus N] [--runs N] [--json] [--report DIR] [flags]
+const abUsage = `Usage: pppfwd bench ab --where vm [--vcpus N] [--paths kernel,pppfwd] [--runs N] [--json] [--report DIR] [flags]
+       pppfwd bench ab --where host [--host-cpus LIST] [--paths kernel,pppfwd] [--runs N] [--json] [--report DIR] [flags]
        pppfwd bench ab --dry-run [--os linux|freebsd] [--out DIR] [flags]
 
 The A/B of pppfwd against the in-kernel PPPoE router path on the same box, ports,
@@ -44,8 +45,11 @@ which starts either side ("sh run-ab.sh kernel", "sh run-ab.sh pppfwd").
 under qemu TCG; root, qemu): the kernel path and pppfwd one after the other, the same
 ladder of offered loads, a round-trip probe every 10 ms and each vCPU's busy share,
 then TCP bulk through the router with iperf3 (--tcp-streams, 1 and 4) with the probe running.
---where host (the router under test in namespaces on a kernel with PPPoE) is not
-implemented yet.
+--where host runs the same A/B natively, with the router under test in a network namespace
+of this host on veth pairs in place of the VM's taps (root): real rates, no emulation, the
+per-core figures from this host's /proc/stat of --host-cpus. Its kernel path needs PPPoE
+in this kernel (/dev/ppp, the pppoe module), pppd with rp-pppoe.so and nft; --paths pppfwd
+measures pppfwd alone, which needs none of them.
 
 Flags:
 `
@@ -61,7 +65,7 @@ func abFlagSet(f *abFlags, raw *abRaw) *flag.FlagSet {
 	fs.StringVar(&f.OS, "os", defaultABOS(), "the kernel path's OS: linux or freebsd")
 	fs.StringVar(&f.Out, "out", "", "write the files to this directory (created mode 0700) instead of printing them")
 	fs.StringVar(&f.Backend, "backend", "", "the pppfwd side's backend: afpacket, afxdp or netmap (default: netmap on freebsd, afpacket on linux)")
-	fs.StringVar(&f.Where, "where", "", "run the A/B live: vm (the router under test in the lab VM); host is not implemented yet")
+	fs.StringVar(&f.Where, "where", "", "run the A/B live: vm (the router under test in the lab VM) or host (in a network namespace of this host)")
 	abLiveFlagSet(fs, &f.Live)
 	fs.StringVar(&p.WAN, "wan", "", "the WAN port (default: igb0 on freebsd, eth0 on linux)")
 	fs.StringVar(&p.LAN, "lan", "", "the LAN port (default: igb1 on freebsd, eth1 on linux)")
@@ -100,6 +104,8 @@ func parseABFlags(args []string) (abFlags, error) {
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	f.Live.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.Live.set[fl.Name] = true })
 	defaults := map[string][2]string{"freebsd": {"igb0", "igb1"}, "linux": {"eth0", "eth1"}}
 	ports, ok := defaults[f.OS]
 	if !ok {

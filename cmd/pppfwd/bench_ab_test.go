@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pppfwd/pppfwd/bench/ab"
 	"github.com/pppfwd/pppfwd/shaper"
@@ -150,17 +151,29 @@ func TestBenchABOut(t *testing.T) {
 	}
 }
 
-// TestBenchABLiveNotYet: without --dry-run the command says where the
-// live A/B will run and exits 2; -h exits 0 with the flags.
+// TestBenchABLiveArgs: without --dry-run or --where the command says
+// where the live A/B runs and exits 2, as it does for bad live flags
+// (before any VM boots or namespace is made); -h exits 0 with the flags.
 func TestBenchABLiveArgs(t *testing.T) {
-	// Refused before any VM boots.
-	code, out, errOut := runArgs("bench", "ab", "--where", "host")
-	if code != 2 || out != "" || !strings.Contains(errOut, "--where host is not implemented") {
-		t.Errorf("--where host: exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
-	code, _, errOut = runArgs("bench", "ab")
-	if code != 2 || !strings.Contains(errOut, "--where vm") || !strings.Contains(errOut, "--dry-run") {
+	code, out, errOut := runArgs("bench", "ab")
+	if code != 2 || out != "" || !strings.Contains(errOut, "--where vm") || !strings.Contains(errOut, "--where host") || !strings.Contains(errOut, "--dry-run") {
 		t.Errorf("no mode: exit %d, stderr %q", code, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--where", "host", "--paths", "kernel,bsd"}, "--paths"},
+		{[]string{"--where", "vm", "--paths", "pppfwd,pppfwd"}, "--paths"},
+		{[]string{"--where", "host", "--host-cpus", "3-1"}, "--host-cpus"},
+		{[]string{"--where", "host", "--vcpus", "4"}, "--vcpus is the VM's"},
+		{[]string{"--where", "vm", "--host-cpus", "1"}, "--host-cpus is for --where host"},
+		{[]string{"--where", "host", "--rates", "x"}, "--rates"},
+	} {
+		code, out, errOut := runArgs(append([]string{"bench", "ab"}, c.args...)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", c.args, code, out, errOut)
+		}
 	}
 	code, _, errOut = runArgs("bench", "ab", "--where", "vm", "--rates", "100,x")
 	if code != 2 || !strings.Contains(errOut, "--rates") {
@@ -181,7 +194,9 @@ func TestBenchABLiveArgs(t *testing.T) {
 	code, out, errOut = runArgs("bench", "ab", "-h")
 	if code != 0 || errOut != "" || !strings.Contains(out, "-password-file") || !strings.Contains(out, "Usage: pppfwd bench ab --where vm") ||
 		!strings.Contains(out, "pppfwd bench ab --dry-run") || !strings.Contains(out, "-vcpus") ||
-		!strings.Contains(out, "-tcp-duration") || !strings.Contains(out, "iperf3") {
+		!strings.Contains(out, "-tcp-duration") || !strings.Contains(out, "iperf3") ||
+		!strings.Contains(out, "pppfwd bench ab --where host") || !strings.Contains(out, "-host-cpus") || !strings.Contains(out, "-paths") ||
+		strings.Contains(out, "not implemented") {
 		t.Errorf("-h: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	code, _, errOut = runArgs("bench", "ab", "--dry-run", "--user", "u", "--workers", "9", "--cpus", "4")
@@ -191,6 +206,57 @@ func TestBenchABLiveArgs(t *testing.T) {
 	code, out, _ = runArgs("bench", "-h")
 	if code != 0 || !strings.Contains(out, "\n  ab ") {
 		t.Errorf("bench -h does not list ab: %q", out)
+	}
+}
+
+// TestBenchABLiveOptions: the live flags as abvm gets them.
+func TestBenchABLiveOptions(t *testing.T) {
+	f, err := parseABFlags([]string{"--where", "host", "--paths", "pppfwd", "--host-cpus", "2-3,0", "--rates", "1000,4000", "--runs", "1",
+		"--duration", "1s", "--shaped=false", "--tcp=false", "--workers", "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := abLiveOptions(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Where != "host" || !slices.Equal(o.Paths, []string{"pppfwd"}) || !slices.Equal(o.HostCPUs, []int{2, 3, 0}) || o.VCPUs != 0 ||
+		!slices.Equal(o.Rates, []float64{1000, 4000}) || o.Runs != 1 || o.StepDuration != time.Second || o.Shape || o.TCP || o.Workers != 2 {
+		t.Errorf("host options %+v", o)
+	}
+	f, err = parseABFlags([]string{"--where", "vm", "--vcpus", "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err = abLiveOptions(f); err != nil || o.Where != "vm" || o.VCPUs != 4 || !slices.Equal(o.Paths, []string{"kernel", "pppfwd"}) ||
+		o.HostCPUs != nil || !o.Shape || !o.TCP {
+		t.Errorf("vm defaults %+v, %v", o, err)
+	}
+}
+
+func TestParsePaths(t *testing.T) {
+	for in, want := range map[string][]string{"kernel,pppfwd": {"kernel", "pppfwd"}, " pppfwd ": {"pppfwd"}, "pppfwd,kernel": {"pppfwd", "kernel"}} {
+		if got, err := parsePaths(in); err != nil || !slices.Equal(got, want) {
+			t.Errorf("parsePaths(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "kernel,", "ppp", "pppfwd,pppfwd", "kernel;pppfwd"} {
+		if _, err := parsePaths(bad); err == nil {
+			t.Errorf("parsePaths(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for in, want := range map[string][]int{"0": {0}, "1-3": {1, 2, 3}, "0,2": {0, 2}, " 4-5 , 1": {4, 5, 1}, "4095": {4095}} {
+		if got, err := parseCPUList(in); err != nil || !slices.Equal(got, want) {
+			t.Errorf("parseCPUList(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "3-1", "1,1", "0-2,2", "4096", "1-", "1,,2"} {
+		if _, err := parseCPUList(bad); err == nil {
+			t.Errorf("parseCPUList(%q) accepted", bad)
+		}
 	}
 }
 
