@@ -200,6 +200,11 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 	if d.beforeSleep != nil {
 		d.beforeSleep()
 	}
+	for _, pq := range d.polled {
+		if dr, ok := pq.p.(nic.Drowsy); ok {
+			dr.Drowse(pq.q)
+		}
+	}
 	d.wk.sleeping.Store(true)
 	if stop.Load() || d.pending() {
 		d.wk.sleeping.Store(false)

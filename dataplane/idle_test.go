@@ -235,3 +235,37 @@ func TestShapedBacklogDrainsAsleep(t *testing.T) {
 		})
 	}
 }
+
+// drowsyPort records the Drowse calls a thread makes before it sleeps.
+type drowsyPort struct {
+	*pollPort
+	drowsed atomic.Int64
+}
+
+func (p *drowsyPort) Drowse(q int) { p.drowsed.Add(1) }
+
+var _ nic.Drowsy = (*drowsyPort)(nil)
+
+// TestIdlerDrowsesBeforeSleep: a worker tells a nic.Drowsy port before
+// each sleep on it, and never while it busy-polls.
+func TestIdlerDrowsesBeforeSleep(t *testing.T) {
+	for _, mode := range []PollMode{PollAdaptive, PollBusy} {
+		lan := &drowsyPort{pollPort: newPollPort(t, "lan", 1)}
+		wan := newPollPort(t, "wan", 1)
+		e, err := New(Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+			RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Poll: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Start()
+		time.Sleep(50 * time.Millisecond)
+		e.Stop()
+		n := lan.drowsed.Load()
+		if mode == PollBusy && n != 0 {
+			t.Fatalf("busy: %d Drowse calls", n)
+		}
+		if mode != PollBusy && n == 0 {
+			t.Fatalf("%v: the worker slept without Drowse", mode)
+		}
+	}
+}

@@ -20,6 +20,14 @@ type Pollable interface {
 	RxReady(q int) bool
 }
 
+// Drowsy is implemented by Pollable ports that change how they receive
+// when their thread stops polling: a thread calls Drowse for each queue it
+// waits on just before it sleeps, on its own thread (the consumer's).
+// Drowse may make a system call; it must not lose or reorder frames.
+type Drowsy interface {
+	Drowse(q int)
+}
+
 // LinkChecker is implemented by ports whose removed interface shows only
 // when probed (AF_XDP: a socket whose device is gone polls as idle
 // forever). A thread that slept out its timeout calls CheckLink for the

@@ -63,6 +63,24 @@ func (q *queue) recvAuto(t *rxTally, qi int, frames []*nic.Frame) {
 	}
 }
 
+// Drowse implements nic.Drowsy: a queue on blocks whose rings hold
+// nothing, not even a frame counted into the open block, switches back to
+// frames before its thread sleeps. The kernel's block timer closes only a
+// block that holds frames, so a queue left on blocks over a pause would
+// hold the first frame after it for the block timeout; with nothing in
+// the block ring no frame's order is at stake (a frame racing into the
+// block ring as the switch lands is read before newer ones, recvAuto).
+func (p *Port) Drowse(qi int) {
+	if qi < 0 || qi >= len(p.q) {
+		return
+	}
+	q := p.q[qi]
+	if q.blocks == nil || !q.hi || q.blocks.pendingBlocks() || q.rxReady() {
+		return
+	}
+	q.switchRing(false)
+}
+
 // switchRing tells the fanout program to fill the block ring (hi) or the
 // frame ring of q.
 func (q *queue) switchRing(hi bool) {

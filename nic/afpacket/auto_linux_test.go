@@ -267,3 +267,41 @@ func TestIntegrationAFPacketAuto(t *testing.T) {
 		t.Fatalf("%d failed switches", m)
 	}
 }
+
+// TestDrowseSwitchesToFrames: a queue on blocks whose rings hold nothing
+// switches back to frames when its thread is about to sleep (the kernel
+// retires no empty block, so a pause would otherwise hold the next
+// frame for the block timeout); it stays on blocks while either ring
+// holds a frame or the open block has frames counted in, and a queue on
+// frames is left alone.
+func TestDrowseSwitchesToFrames(t *testing.T) {
+	p, frx, brx, modes := autoPort(16, 4)
+	q := p.q[0]
+	p.Drowse(0)
+	if len(*modes) != 0 {
+		t.Fatalf("a queue on frames switched: %v", *modes)
+	}
+	q.switchRing(true)
+	ne := binary.NativeEndian
+	ne.PutUint32(brx[0*testBlock+bdNumPkts:], 2) // frames in the open block
+	p.Drowse(0)
+	if !q.hi {
+		t.Fatal("switched to frames with frames counted into the open block")
+	}
+	ne.PutUint32(brx[0*testBlock+bdNumPkts:], 0)
+	buildSlot(frx, 0, seqFrame(1)) // a frame left in the frame ring
+	p.Drowse(0)
+	if !q.hi {
+		t.Fatal("switched to frames with a frame in the frame ring")
+	}
+	batch := nic.NewFrames(4)
+	if n, _ := p.Recv(0, batch); n != 1 {
+		t.Fatalf("Recv: %d frames, want the one left", n)
+	}
+	p.Drowse(0)
+	if q.hi || len(*modes) != 2 || (*modes)[1] {
+		t.Fatalf("idle queue on blocks: hi %v, switches %v; want back on frames", q.hi, *modes)
+	}
+	p.Drowse(-1) // out of range: ignored
+	p.Drowse(1)
+}
