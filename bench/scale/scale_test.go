@@ -279,15 +279,7 @@ func TestSweepFitsLocal(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, tb.String())
 		}
 	}
-	var b bytes.Buffer
-	if err := WriteCSV(&b, pts); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkCSV(t, rows, len(pts))
+	rows := csvOf(t, pts)
 	if r := rows[2]; r[col(t, "steer")] != "local" || r[col(t, "wan_redirected_share")] != "0.5" || r[col(t, "worker_wan_redirected")] != "125000;125000" {
 		t.Errorf("CSV row of 2 workers: %q", r)
 	}
@@ -366,15 +358,7 @@ func TestCSVAndPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := WriteCSV(&b, pts); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkCSV(t, rows, len(pts))
+	rows := csvOf(t, pts)
 	if rows[2][col(t, "worker_steer_ns")] != "20000000;0" || rows[6][col(t, "steer_thread_cpu_ns")] != "30000000" {
 		t.Errorf("per-thread columns: %q", rows[2])
 	}
@@ -412,6 +396,21 @@ func col(t *testing.T, name string) int {
 	}
 	t.Fatalf("no column %q", name)
 	return -1
+}
+
+// csvOf writes pts as CSV, reads it back and checks it (checkCSV).
+func csvOf(t *testing.T, pts []Point) [][]string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteCSV(&b, pts); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCSV(t, rows, len(pts))
+	return rows
 }
 
 // checkCSV checks a parsed CSV: the header, one row per point, every row
@@ -545,15 +544,7 @@ func TestSweepStages(t *testing.T) {
 			t.Fatalf("point %+v", p)
 		}
 	}
-	var b bytes.Buffer
-	if err := WriteCSV(&b, pts); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkCSV(t, rows, len(pts))
+	rows := csvOf(t, pts)
 	if got := rows[2][col(t, "stage_nat_lookup_ns")]; got != "5" { // stage 3, 2 workers
 		t.Errorf("stage_nat_lookup_ns %q", got)
 	}
