@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"io"
 	"net"
 	"net/netip"
 	"testing"
@@ -78,18 +77,7 @@ func echoBetween(srv, cli *nettest.NS, network string, at netip.AddrPort, size i
 		return err
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
+	go serveEcho(ln)
 	var c net.Conn
 	if err := cli.Do(func() (err error) {
 		c, err = net.DialTimeout(network, at.String(), 5*time.Second)

@@ -92,19 +92,23 @@ func (l *Lab) startTCPEcho() error {
 	if err != nil {
 		return err
 	}
-	go func(ln net.Listener) {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}(l.tcpEcho)
+	go serveEcho(l.tcpEcho)
 	return nil
+}
+
+// serveEcho answers every connection ln accepts with what it sends, until
+// ln is closed.
+func serveEcho(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			_, _ = io.Copy(c, c)
+		}()
+	}
 }
 
 // startEcho opens the Internet host's UDP echo service (port 7) on addr.
