@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bytes"
 	"net"
 	"net/netip"
 	"strings"
@@ -106,19 +105,5 @@ func (l *Lab) udpEchoDF(size, n int) (got int, err error) {
 		return 0, err
 	}
 	defer c.Close()
-	msg := make([]byte, size)
-	buf := make([]byte, size+1)
-	for i := 0; i < n; i++ {
-		for j := range msg {
-			msg[j] = byte(i*3 + j)
-		}
-		if _, err := c.Write(msg); err != nil {
-			return got, err // EMSGSIZE: the path MTU is smaller
-		}
-		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		if k, err := c.Read(buf); err == nil && bytes.Equal(buf[:k], msg) {
-			got++
-		}
-	}
-	return got, nil
+	return udpEchoConn(c, n, size)
 }

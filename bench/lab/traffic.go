@@ -78,6 +78,14 @@ func (l *Lab) UDPEchoLarge(n, size int) (got int, err error) {
 		return 0, err
 	}
 	defer c.Close()
+	return udpEchoConn(c, n, size)
+}
+
+// udpEchoConn sends n datagrams of size bytes on c, one at a time, each
+// waiting up to 2 s for its echo, and returns how many came back intact.
+// A write error (EMSGSIZE when the socket forbids fragmenting and the
+// path MTU is smaller) ends it.
+func udpEchoConn(c net.Conn, n, size int) (got int, err error) {
 	msg := make([]byte, size)
 	buf := make([]byte, size+1)
 	for i := 0; i < n; i++ {
