@@ -92,6 +92,7 @@ type idler struct {
 type polledQueue struct {
 	p nic.Pollable
 	q int
+	d nic.Drowsy // p's, if it is one
 }
 
 // newIdler builds the idle state of a thread receiving from queue
@@ -106,7 +107,8 @@ func newIdler(mode PollMode, wk *waker, ports []nic.Port, queues []int) *idler {
 		pp, ok := p.(nic.Pollable)
 		if ok {
 			fd = pp.PollFD(queues[i])
-			d.polled = append(d.polled, polledQueue{pp, queues[i]})
+			dr, _ := p.(nic.Drowsy)
+			d.polled = append(d.polled, polledQueue{pp, queues[i], dr})
 		}
 		if fd < 0 {
 			d.canBlock = false
@@ -201,8 +203,8 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 		d.beforeSleep()
 	}
 	for _, pq := range d.polled {
-		if dr, ok := pq.p.(nic.Drowsy); ok {
-			dr.Drowse(pq.q)
+		if pq.d != nil {
+			pq.d.Drowse(pq.q)
 		}
 	}
 	d.wk.sleeping.Store(true)

@@ -204,6 +204,13 @@ func newSteerer(e *Engine, c *Counters, queues []int, links []*pipe, ctl, prio *
 	return s
 }
 
+// mark marks steering's thread entering stage st (sampled steps only).
+func (s *steerer) mark(st Stage) {
+	if s.prof.on {
+		s.prof.enter(st)
+	}
+}
+
 // steerClock is steering's clock: its cost and its fragment deadlines
 // are real time, whatever the shaper's clock.
 func steerClock() int64 { return monoClock{}.Now() }
@@ -276,9 +283,7 @@ func (s *steerer) pollQueue(q int) int {
 	// The control link is not waited for: a slow control plane must not
 	// hold session data back. What does not fit there is dropped and
 	// counted (DropRingFull) by push.
-	if s.prof.on {
-		s.prof.enter(StagePort)
-	}
+	s.mark(StagePort)
 	n := s.pool.GetN(s.rx)
 	if n == 0 {
 		s.c.NoBufferPolls++
@@ -292,9 +297,7 @@ func (s *steerer) pollQueue(q int) int {
 	if got == 0 {
 		return 0
 	}
-	if s.prof.on {
-		s.prof.enter(StageSteer)
-	}
+	s.mark(StageSteer)
 	t0 := s.clock()
 	sess := s.session()
 	for _, f := range s.rx[:got] {
@@ -328,9 +331,7 @@ func (s *steerer) pollQueue(q int) int {
 			s.pool.Put(f)
 		}
 	}
-	if s.prof.on {
-		s.prof.enter(StagePort)
-	}
+	s.mark(StagePort)
 	for w, l := range s.links {
 		if len(s.out[w]) == 0 || l == nil {
 			continue

@@ -272,11 +272,13 @@ func Run(o Options) (*Result, error) {
 	for deadline := time.Now().Add(2 * time.Second); !looping(e, beforeW) && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	done := time.NewTimer(o.Duration) // made before the window: the harness allocates nothing inside it
+	var done *time.Timer
+	if !o.Stages {
+		done = time.NewTimer(o.Duration) // made before the window: the harness allocates nothing inside it
+	}
 	a0 = heapAllocs()
 	var alt alternation
 	if o.Stages {
-		done.Stop()
 		alt = alternate(e, o.Duration)
 	} else {
 		<-done.C

@@ -80,8 +80,9 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *stageEvery < 1 || *stageEvery&(*stageEvery-1) != 0 {
-		fmt.Fprintf(stderr, "pppfwd: --stage-every %d: want a power of two\n", *stageEvery)
+	shift, err := stageShift(*stageEvery)
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
 		return 2
 	}
 	if *prof != "" {
@@ -93,7 +94,7 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU, Batch: *batch, IPv6: *ipv6,
-		Stages: *stages, StageShift: bits.TrailingZeros(uint(*stageEvery))}
+		Stages: *stages, StageShift: shift}
 	if *shape != "off" {
 		sp, err := shaper.ParseSpec(*shape)
 		if err != nil {
@@ -144,6 +145,15 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(tw, "drop %s\t%d\n", k, res.Drops[k])
 		}
 	})
+}
+
+// stageShift turns --stage-every (one step in every N sampled, N a power
+// of two) into the engine's sampling shift.
+func stageShift(every int) (int, error) {
+	if every < 1 || every&(every-1) != 0 {
+		return 0, fmt.Errorf("--stage-every %d: want a power of two", every)
+	}
+	return bits.TrailingZeros(uint(every)), nil
 }
 
 func startProfile(path string) (func(), error) {

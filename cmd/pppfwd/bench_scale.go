@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/bits"
 	"os"
 	"runtime"
 	"strings"
@@ -44,13 +43,13 @@ func benchScale(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd bench scale: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if *stageEvery < 1 || *stageEvery&(*stageEvery-1) != 0 {
-		fmt.Fprintf(stderr, "pppfwd bench scale: --stage-every %d: want a power of two\n", *stageEvery)
+	shift, err := stageShift(*stageEvery)
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd bench scale: %v\n", err)
 		return 2
 	}
 	o := scale.Options{Duration: *dur, Repeat: *repeat, Pin: *pinCPU, Batch: *batch, IPv6: *ipv6, Progress: stderr,
-		Stages: *stages, StageShift: bits.TrailingZeros(uint(*stageEvery))}
-	var err error
+		Stages: *stages, StageShift: shift}
 	bad := func(flag string, err error) int {
 		fmt.Fprintf(stderr, "pppfwd: --%s: %v\n", flag, err)
 		return 2

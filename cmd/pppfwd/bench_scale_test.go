@@ -208,3 +208,16 @@ func TestBenchScaleDispatch(t *testing.T) {
 		t.Errorf("bench usage lacks scale:\n%s", out.String())
 	}
 }
+
+func TestStageShift(t *testing.T) {
+	for every, want := range map[int]int{1: 0, 2: 1, 256: 8, 1 << 20: 20} {
+		if got, err := stageShift(every); err != nil || got != want {
+			t.Errorf("stageShift(%d) = %d, %v; want %d", every, got, err, want)
+		}
+	}
+	for _, every := range []int{0, -4, 3, 255} {
+		if _, err := stageShift(every); err == nil {
+			t.Errorf("stageShift(%d): no error", every)
+		}
+	}
+}
