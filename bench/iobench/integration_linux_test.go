@@ -5,6 +5,7 @@ package iobench
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/internal/nettest"
@@ -112,5 +113,41 @@ func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode, tx afpacket
 	stopped = true
 	if err := fw.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIntegrationRunLatencyPooled runs `bench io` with latency probes over
+// two rounds: each side's latency pools both rounds' probes, each round
+// keeps its own figures, and the reported deltas are pppfwd's pooled
+// percentiles minus the kernel's.
+func TestIntegrationRunLatencyPooled(t *testing.T) {
+	nettest.RequireRoot(t)
+	const probes = 30
+	res, err := Run(Options{Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond, Rate: 20000,
+		Latency: probes, Rounds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, p := res.Kernel.Latency, res.PPPFWD.Latency
+	if k == nil || p == nil {
+		t.Fatalf("latency missing: kernel %v, pppfwd %v", k, p)
+	}
+	for name, l := range map[string]*Latency{"kernel": k, "pppfwd": p} {
+		if l.Probes != 2*probes || l.Rounds != 2 || l.Lost > probes/10 || l.P50Us <= 0 || l.P99Us < l.P50Us {
+			t.Errorf("%s pooled latency %+v", name, l)
+		}
+	}
+	if len(res.Rounds) != 2 {
+		t.Fatalf("%d rounds", len(res.Rounds))
+	}
+	for i, r := range res.Rounds {
+		for name, l := range map[string]*Latency{"kernel": r.KernelLatency, "pppfwd": r.PPPFWDLatency} {
+			if l == nil || l.Probes != probes || l.Rounds != 1 || l.P50Us <= 0 {
+				t.Errorf("round %d %s latency %+v", i, name, l)
+			}
+		}
+	}
+	if res.LatencyP50DeltaUs != p.P50Us-k.P50Us || res.LatencyP99DeltaUs != p.P99Us-k.P99Us {
+		t.Errorf("deltas %v %v for pppfwd %+v, kernel %+v", res.LatencyP50DeltaUs, res.LatencyP99DeltaUs, p, k)
 	}
 }

@@ -41,7 +41,7 @@ type Options struct {
 	SkipKernel bool
 	// Latency, when above 0, probes each side's one-way delay (A to B)
 	// with this many single frames, 2 ms apart, after its throughput
-	// measurement (Side.Latency).
+	// measurement in every round (Side.Latency: all rounds pooled).
 	Latency int
 	// Floor adds a third measurement to every round: the NullForwarder
 	// on the same backend, ports, pinning and frames (addressed so that
@@ -180,8 +180,13 @@ type Result struct {
 	SteerRatio         float64                 `json:"steer_ratio,omitempty"`
 	UserSteer          *Side                   `json:"user_steer,omitempty"`
 	UserSteerPerWorker []pipeline.WorkerResult `json:"user_steer_per_worker,omitempty"`
-	// Rounds lists each round's figures (the best of each side is
-	// reported above).
+	// LatencyP50DeltaUs and LatencyP99DeltaUs are pppfwd's pooled
+	// latency percentiles minus the kernel's (Options.Latency, both
+	// sides measured).
+	LatencyP50DeltaUs float64 `json:"latency_p50_delta_us,omitempty"`
+	LatencyP99DeltaUs float64 `json:"latency_p99_delta_us,omitempty"`
+	// Rounds lists each round's figures (the best of each side's
+	// throughput and the pooled latency are reported above).
 	Rounds []Round `json:"rounds"`
 }
 
@@ -196,6 +201,10 @@ type Round struct {
 	// UserSteer: Options.SteerCompare's measurement.
 	UserSteerPPS      float64 `json:"user_steer_pps,omitempty"`
 	UserSteerGenShare float64 `json:"user_steer_gen_cpu_share,omitempty"`
+	// KernelLatency and PPPFWDLatency are this round's probes alone
+	// (Options.Latency); the sides above report all rounds pooled.
+	KernelLatency *Latency `json:"kernel_latency,omitempty"`
+	PPPFWDLatency *Latency `json:"pppfwd_latency,omitempty"`
 }
 
 func (o *Options) defaults() {

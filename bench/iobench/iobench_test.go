@@ -724,3 +724,49 @@ func TestProbeLatency(t *testing.T) {
 		t.Fatalf("unmatched probes: %+v, %v", l, err)
 	}
 }
+
+// TestPoolLatency: pooled percentiles are those of all runs' samples
+// together, not of one run; nil runs are skipped and probe counts add.
+func TestPoolLatency(t *testing.T) {
+	us := time.Microsecond
+	mk := func(lost int, d ...time.Duration) *Latency {
+		l := &Latency{Probes: len(d) + lost, Lost: lost, Rounds: 1, samples: d}
+		l.percentiles()
+		return l
+	}
+	// Run a: 100 probes at 100 us; run b: 98 at 200 us and 2 at 5 ms.
+	var a, b []time.Duration
+	for i := 0; i < 100; i++ {
+		a = append(a, 100*us)
+	}
+	for i := 0; i < 98; i++ {
+		b = append(b, 200*us)
+	}
+	b = append(b, 5000*us, 5000*us)
+	la, lb := mk(0, a...), mk(3, b...)
+	if lb.P99Us != 5000 || lb.P50Us != 200 {
+		t.Fatalf("run b alone: %+v", lb)
+	}
+	p := PoolLatency([]*Latency{la, nil, lb})
+	if p.Probes != 203 || p.Lost != 3 || p.Rounds != 2 {
+		t.Fatalf("pooled counts %+v", p)
+	}
+	// 200 samples: p50 is the 101st (200 us), p99 the 199th (5 ms), p90
+	// the 181st (200 us).
+	if p.P50Us != 200 || p.P90Us != 200 || p.P99Us != 5000 || p.MaxUs != 5000 {
+		t.Fatalf("pooled %+v", p)
+	}
+	// With a third run of 100 fast probes the two stalls fall below the
+	// 99th percentile of 300.
+	p = PoolLatency([]*Latency{la, lb, mk(0, a...)})
+	if p.P99Us != 200 || p.P50Us != 100 || p.Rounds != 3 {
+		t.Fatalf("three runs pooled %+v", p)
+	}
+	if PoolLatency([]*Latency{nil}) != nil || PoolLatency(nil) != nil {
+		t.Fatal("nothing to pool should give nil")
+	}
+	// A round's copy keeps the figures but not the samples.
+	if r := roundLatency(lb); r.P99Us != lb.P99Us || r.samples != nil || len(lb.samples) != 100 {
+		t.Fatalf("round copy %+v", r)
+	}
+}

@@ -496,7 +496,9 @@ func Run(o Options) (*Result, error) {
 	}
 
 	// Alternate the two measurements and keep the best round of each:
-	// on a shared machine other work only ever slows a run down.
+	// on a shared machine other work only ever slows a run down. The
+	// latency probes of every round are pooled instead (PoolLatency).
+	var kernelLat, pppfwdLat []*Latency
 	for r := 0; r < o.Rounds; r++ {
 		round := Round{}
 		if !o.SkipKernel {
@@ -505,6 +507,8 @@ func Run(o Options) (*Result, error) {
 				return nil, err
 			}
 			round.KernelPPS, round.KernelGenShare = k.PPS, k.GenCPUShare
+			round.KernelLatency = roundLatency(k.Latency)
+			kernelLat = append(kernelLat, k.Latency)
 			if res.Kernel == nil || k.PPS > res.Kernel.PPS {
 				res.Kernel = k
 			}
@@ -514,6 +518,8 @@ func Run(o Options) (*Result, error) {
 			return nil, err
 		}
 		round.PPPFWDPPS, round.PPPFWDGenShare = p.PPS, p.GenCPUShare
+		round.PPPFWDLatency = roundLatency(p.Latency)
+		pppfwdLat = append(pppfwdLat, p.Latency)
 		if r == 0 || p.PPS > res.PPPFWD.PPS {
 			res.PPPFWD = *p
 			res.PerWorker, res.Drops, res.PortDrops, res.XDPMode, res.TxMode = ef.perWorker, ef.drops, ef.portDrops, ef.xdpMode, ef.txMode
@@ -551,8 +557,13 @@ func Run(o Options) (*Result, error) {
 		res.SteerRatio = res.PPPFWD.PPS / res.UserSteer.PPS
 	}
 	res.PPPFWDPPS = res.PPPFWD.PPS
+	res.PPPFWD.Latency = PoolLatency(pppfwdLat)
 	if res.Kernel != nil {
 		res.KernelPPS = res.Kernel.PPS
+		res.Kernel.Latency = PoolLatency(kernelLat)
+		if k, p := res.Kernel.Latency, res.PPPFWD.Latency; k != nil && p != nil {
+			res.LatencyP50DeltaUs, res.LatencyP99DeltaUs = p.P50Us-k.P50Us, p.P99Us-k.P99Us
+		}
 	}
 	if res.KernelPPS > 0 {
 		res.Ratio = res.PPPFWDPPS / res.KernelPPS

@@ -18,8 +18,63 @@ type Latency struct {
 	Probes int     `json:"probes"`
 	Lost   int     `json:"lost"` // not arrived within the probe timeout
 	P50Us  float64 `json:"p50_us"`
+	P90Us  float64 `json:"p90_us"`
 	P99Us  float64 `json:"p99_us"`
 	MaxUs  float64 `json:"max_us"`
+	// Rounds is how many probe runs the figures pool (PoolLatency).
+	Rounds int `json:"rounds,omitempty"`
+	// samples are the arrived probes' delays.
+	samples []time.Duration
+}
+
+// percentiles sets the figures from l.samples, which it sorts.
+func (l *Latency) percentiles() {
+	l.P50Us, l.P90Us, l.P99Us, l.MaxUs = 0, 0, 0, 0
+	n := len(l.samples)
+	if n == 0 {
+		return
+	}
+	slices.Sort(l.samples)
+	us := func(p int) float64 {
+		return float64(l.samples[min(n-1, n*p/100)].Nanoseconds()) / 1e3
+	}
+	l.P50Us, l.P90Us, l.P99Us = us(50), us(90), us(99)
+	l.MaxUs = float64(l.samples[n-1].Nanoseconds()) / 1e3
+}
+
+// PoolLatency pools the probes of several runs (nil entries skipped) into
+// one distribution: the p99 of a few hundred probes is their third
+// slowest, which one stall of the machine decides, so runs alternated
+// with another path's are compared by their pooled figures. Nil if ls
+// holds none.
+func PoolLatency(ls []*Latency) *Latency {
+	var out *Latency
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		if out == nil {
+			out = &Latency{}
+		}
+		out.Probes += l.Probes
+		out.Lost += l.Lost
+		out.Rounds += max(l.Rounds, 1)
+		out.samples = append(out.samples, l.samples...)
+	}
+	if out != nil {
+		out.percentiles()
+	}
+	return out
+}
+
+// roundLatency is l's figures alone (its samples stay with l), nil for nil.
+func roundLatency(l *Latency) *Latency {
+	if l == nil {
+		return nil
+	}
+	c := *l
+	c.samples = nil
+	return &c
 }
 
 // probeTimeout bounds the wait for one probe.
@@ -59,7 +114,6 @@ func ProbeLatency(a, b nic.Port, frames [][]byte, match Match, n int, interval t
 			}
 		}
 	}
-	var samples []time.Duration
 	for i := 0; i < n; i++ {
 		k := i % len(frames)
 		tx[0].Reset()
@@ -78,7 +132,7 @@ func ProbeLatency(a, b nic.Port, frames [][]byte, match Match, n int, interval t
 				}
 				for _, f := range rx[:m] {
 					if !got && match(f.Data()) == k {
-						samples = append(samples, time.Since(t0))
+						lat.samples = append(lat.samples, time.Since(t0))
 						got = true
 					}
 					f.Reset()
@@ -92,12 +146,7 @@ func ProbeLatency(a, b nic.Port, frames [][]byte, match Match, n int, interval t
 			time.Sleep(d)
 		}
 	}
-	if len(samples) > 0 {
-		slices.Sort(samples)
-		us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-		lat.P50Us = us(samples[len(samples)/2])
-		lat.P99Us = us(samples[min(len(samples)-1, len(samples)*99/100)])
-		lat.MaxUs = us(samples[len(samples)-1])
-	}
+	lat.Rounds = 1
+	lat.percentiles()
 	return lat, nil
 }

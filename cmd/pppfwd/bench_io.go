@@ -33,9 +33,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
 	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
-	latency := fs.Int("latency", 0, "probe each side's one-way delay with this many single frames on the idle line (0: no probe)")
+	latency := fs.Int("latency", 0, "probe each side's one-way delay with this many single frames on the idle line, every round (0: no probe)")
 	floor := fs.Bool("floor", false, "also measure a null forwarder (same backend, ports and threads; frames moved unchanged): the I/O floor")
-	rounds := fs.Int("rounds", 2, "alternate the kernel, pppfwd (and floor) measurements this many times; the best of each is reported")
+	rounds := fs.Int("rounds", 2, "alternate the kernel, pppfwd (and floor) measurements this many times; the best throughput of each is reported, latency probes are pooled")
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
 	lossTol := fs.Float64("loss-tolerance", 0.01, "loss fraction a measurement may have (rate search)")
 	poll := fs.String("poll", "adaptive", "pppfwd's workers' idle policy: adaptive, busy or block")
@@ -105,7 +105,8 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s pps\t%.0f (up %.0f, down %.0f; offered %.0f; loss %.2f%%; %s-bound; fwd CPU busy %.0f%%, %.0f ns/pkt)\n",
 			name, s.PPS, s.UpPPS, s.DownPPS, s.OfferedPPS, 100*s.Loss, s.Bound, 100*s.FwdCPUBusy, s.FwdCPUNsPerPkt)
 		if l := s.Latency; l != nil {
-			fmt.Fprintf(tw, "%s latency\tp50 %.0f us, p99 %.0f us, max %.0f us (%d probes, %d lost)\n", name, l.P50Us, l.P99Us, l.MaxUs, l.Probes, l.Lost)
+			fmt.Fprintf(tw, "%s latency\tp50 %.0f us, p90 %.0f us, p99 %.0f us, max %.0f us (%d probes over %d rounds, %d lost)\n",
+				name, l.P50Us, l.P90Us, l.P99Us, l.MaxUs, l.Probes, l.Rounds, l.Lost)
 		}
 		if m := s.AtMaxLoad; m != nil {
 			fmt.Fprintf(tw, "%s at full load\t%.0f (offered %.0f; loss %.2f%%)\n", name, m.PPS, m.OfferedPPS, 100*m.Loss)
@@ -115,6 +116,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	if res.Kernel != nil {
 		printSide("kernel", res.Kernel)
 		fmt.Fprintf(tw, "ratio\t%.2f (at full load %.2f)\n", res.Ratio, res.RatioAtMaxLoad)
+		if res.PPPFWD.Latency != nil && res.Kernel.Latency != nil {
+			fmt.Fprintf(tw, "latency pppfwd - kernel\tp50 %+.0f us, p99 %+.0f us (all rounds pooled)\n", res.LatencyP50DeltaUs, res.LatencyP99DeltaUs)
+		}
 	}
 	if res.Floor != nil {
 		printSide("floor", res.Floor)
@@ -153,6 +157,12 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		}
 		if res.UserSteer != nil {
 			fmt.Fprintf(tw, ", user-steered %.0f pps (%.2f)", r.UserSteerPPS, r.UserSteerGenShare)
+		}
+		if l := r.KernelLatency; l != nil {
+			fmt.Fprintf(tw, "; kernel p50/p99 %.0f/%.0f us", l.P50Us, l.P99Us)
+		}
+		if l := r.PPPFWDLatency; l != nil {
+			fmt.Fprintf(tw, "; pppfwd p50/p99 %.0f/%.0f us", l.P50Us, l.P99Us)
 		}
 		fmt.Fprintln(tw)
 	}
