@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"
@@ -115,20 +114,31 @@ func StartEngine(lan, wan nic.Port, c FwdConfig) (*Forwarder, error) {
 	e.SetNeighbors(neigh)
 	e.Start()
 	f.wg.Add(1)
+	// The control path is drained as the router's control plane drains
+	// it: woken by the engine when a frame is handed to it, never on a
+	// timer (a ticker here would wake the forwarder's idle CPUs, which
+	// the kernel's path does not).
 	go func() {
 		defer f.wg.Done()
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
 		for {
 			n := e.PollControl(func(dataplane.Dir, []byte) {})
-			f.mu.Lock()
-			f.Control += uint64(n)
-			f.mu.Unlock()
+			if n > 0 {
+				f.mu.Lock()
+				f.Control += uint64(n)
+				f.mu.Unlock()
+				continue
+			}
+			wake := e.ControlIdle()
+			if wake == nil {
+				continue
+			}
 			select {
 			case <-f.stop:
+				e.ControlAwake()
 				return
-			case <-tk.C:
+			case <-wake:
 			}
+			e.ControlAwake()
 		}
 	}()
 	return f, nil
