@@ -37,7 +37,13 @@ type Options struct {
 	// EchoInterval is the router's LCP keepalive (default 10 s, the
 	// client's own default).
 	EchoInterval time.Duration
-	Logf         func(string, ...any)
+	// Rate, when above 0, is a light load during the measured window (and
+	// the strace window): the system ping in the LAN namespace sends this
+	// many echo requests a second to the Internet host through the router.
+	// The idle goals apply to Rate 0 only; a light load reports the cost
+	// of the traffic it brings (its sender runs in its own process).
+	Rate float64
+	Logf func(string, ...any)
 }
 
 // Result is one run's figures. The process measured holds the router and
@@ -65,10 +71,15 @@ type Result struct {
 	StraceSeconds   float64            `json:"strace_s,omitempty"`
 	SyscallsTop     map[string]float64 `json:"syscalls_top,omitempty"`
 	SyscallsSkipped string             `json:"syscalls_skipped,omitempty"`
-	SessionUp       bool               `json:"session_up"`
-	GoalCPUShare    float64            `json:"goal_cpu_share"`
-	GoalWakeups     float64            `json:"goal_wakeups_per_s"`
-	Pass            bool               `json:"pass"`
+	// RatePPS is Options.Rate; Echoes how many of the ping's requests
+	// were answered (both directions crossed the router) out of Sent.
+	RatePPS      float64 `json:"rate_pps,omitempty"`
+	Sent         int     `json:"sent,omitempty"`
+	Echoes       int     `json:"echoes,omitempty"`
+	SessionUp    bool    `json:"session_up"`
+	GoalCPUShare float64 `json:"goal_cpu_share"`
+	GoalWakeups  float64 `json:"goal_wakeups_per_s"`
+	Pass         bool    `json:"pass"`
 }
 
 // Run starts the lab, waits for the session, lets it settle, and
@@ -102,6 +113,15 @@ func Run(o Options) (*Result, error) {
 	r := &Result{Bench: "idle", Backend: o.Backend, Workers: o.Workers, Poll: o.Poll.String(),
 		EchoInterval: o.EchoInterval.Seconds(), GoalCPUShare: GoalCPUShare, GoalWakeups: GoalWakeups,
 		Scope: "process: the router, the lab's access concentrator and its upstream forwarder"}
+	var load *lightLoad
+	if o.Rate > 0 {
+		r.RatePPS = o.Rate
+		if load, err = startLoad(l, o.Rate); err != nil {
+			return nil, err
+		}
+		defer load.stop()
+		time.Sleep(time.Second) // ping's start-up and the first flows' NAT entries
+	}
 	u0, t0 := rusage(), time.Now()
 	time.Sleep(o.Duration)
 	u1, t1 := rusage(), time.Now()
@@ -123,9 +143,68 @@ func Run(o Options) (*Result, error) {
 	} else {
 		r.SyscallsSkipped = "not asked for"
 	}
+	if load != nil {
+		if r.Sent, r.Echoes, err = load.stop(); err != nil {
+			return nil, err
+		}
+	}
 	r.SessionUp = l.WaitUp(time.Second) == nil
 	r.Pass = r.SessionUp && r.CPUShare <= GoalCPUShare && r.Wakeups <= GoalWakeups
+	if o.Rate > 0 {
+		// The goals are an idle router's; a loaded one passes when its
+		// traffic crossed it.
+		r.Pass = r.SessionUp && r.Sent > 0 && r.Echoes >= r.Sent*99/100
+		r.GoalCPUShare, r.GoalWakeups = 0, 0
+	}
 	return r, nil
+}
+
+// lightLoad is the system ping sending through the router.
+type lightLoad struct {
+	cmd     *exec.Cmd
+	out     bytes.Buffer
+	done    bool
+	sent    int
+	echoes  int
+	err     error
+	started time.Time
+}
+
+// startLoad starts ping in the LAN namespace at rate requests a second to
+// the Internet host.
+func startLoad(l *lab.Lab, rate float64) (*lightLoad, error) {
+	if rate > 5000 {
+		return nil, fmt.Errorf("idle: rate %.0f/s: a light load is at most 5000/s", rate)
+	}
+	ld := &lightLoad{started: time.Now()}
+	ld.cmd = l.LAN.Command(context.Background(), "ping", "-q", "-n", "-i", strconv.FormatFloat(1/rate, 'f', 6, 64), lab.RemoteAddr.String())
+	ld.cmd.Stdout, ld.cmd.Stderr = &ld.out, &ld.out
+	if err := ld.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("idle: ping: %w", err)
+	}
+	return ld, nil
+}
+
+// stop ends ping (once) and returns what it sent and got back.
+func (ld *lightLoad) stop() (sent, echoes int, err error) {
+	if !ld.done {
+		ld.done = true
+		_ = ld.cmd.Process.Signal(syscall.SIGINT)
+		_ = ld.cmd.Wait()
+		ld.sent, ld.echoes, ld.err = parsePing(ld.out.String())
+	}
+	return ld.sent, ld.echoes, ld.err
+}
+
+// parsePing reads ping's summary line ("N packets transmitted, M
+// received, ...").
+func parsePing(out string) (sent, received int, err error) {
+	for _, line := range strings.Split(out, "\n") {
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "%d packets transmitted, %d received", &sent, &received); err == nil {
+			return sent, received, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("idle: no summary in ping's output: %q", out)
 }
 
 type usage struct {

@@ -24,3 +24,20 @@ func TestParseStrace(t *testing.T) {
 		t.Fatal("no error for output without a summary")
 	}
 }
+
+// TestParsePing reads the counts of ping's summary.
+func TestParsePing(t *testing.T) {
+	out := `PING 203.0.113.7 (203.0.113.7) 56(84) bytes of data.
+
+--- 203.0.113.7 ping statistics ---
+1000 packets transmitted, 998 received, 0.2% packet loss, time 1998ms
+rtt min/avg/max/mdev = 0.051/0.080/0.402/0.020 ms
+`
+	sent, got, err := parsePing(out)
+	if err != nil || sent != 1000 || got != 998 {
+		t.Fatalf("parsePing: %d, %d, %v", sent, got, err)
+	}
+	if _, _, err := parsePing("ping: connect: Network is unreachable\n"); err == nil {
+		t.Fatal("no summary should be an error")
+	}
+}

@@ -25,6 +25,7 @@ func benchIdle(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.StraceFor, "strace", 0, "window for counting system calls with strace after the measured one (default 10s; negative: off)")
 	fs.DurationVar(&o.EchoInterval, "echo-interval", 0, "the router's LCP echo interval (default 10s, the client's default)")
 	poll := fs.String("poll", "adaptive", "the workers' idle policy: adaptive, busy or block")
+	fs.Float64Var(&o.Rate, "rate", 0, "light load instead of none: ping requests per second from the LAN host to the Internet host through the router (the idle goals apply to 0 only)")
 	asJSON := fs.Bool("json", false, "one JSON line per worker count")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -66,6 +67,9 @@ func benchIdle(args []string, stdout, stderr io.Writer) int {
 		}
 		if *asJSON {
 			_ = enc.Encode(r)
+		} else if r.RatePPS > 0 {
+			fmt.Fprintf(stdout, "%s, %d worker(s), poll %s, %.0f s at %.0f pings/s (%d of %d answered): CPU %.2f %% of a core (user %.2f, sys %.2f), %.0f wakeups/s (%.0f voluntary, %.0f involuntary), %.0f syscalls/s %v\n",
+				r.Backend, r.Workers, r.Poll, r.Seconds, r.RatePPS, r.Echoes, r.Sent, 100*r.CPUShare, 100*r.UserShare, 100*r.SysShare, r.Wakeups, r.Voluntary, r.Involuntary, r.Syscalls, r.SyscallsTop)
 		} else {
 			sys := fmt.Sprintf("%.0f syscalls/s %v", r.Syscalls, r.SyscallsTop)
 			if r.SyscallsSkipped != "" {
