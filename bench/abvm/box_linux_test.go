@@ -1,8 +1,10 @@
 package abvm
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pppfwd/pppfwd/bench/vmlab"
 )
@@ -107,5 +109,49 @@ func TestHostCPUs(t *testing.T) {
 		if _, _, _, err := hostCPUs(bad); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// statBox is a box whose /proc/stat advances by a scripted busy share per
+// read pair: busy[i] for the i-th window, the last one ever after.
+type statBox struct {
+	box
+	busy  []float64
+	reads int
+	cpu   [2]vmlab.CPUTimes
+}
+
+func (s *statBox) ProcStat(context.Context) ([]vmlab.CPUTimes, error) {
+	if s.reads%2 == 1 { // the window's end: advance each core by 1000 jiffies
+		w := min(s.reads/2, len(s.busy)-1)
+		for i := range s.cpu {
+			busy := uint64(1000 * s.busy[w])
+			s.cpu[i].User += busy
+			s.cpu[i].Idle += 1000 - busy
+		}
+	}
+	s.reads++
+	return []vmlab.CPUTimes{s.cpu[0], s.cpu[1]}, nil
+}
+
+// TestSettle: a ladder starts once every core is quiet over a window, and
+// gives up (saying so) when they stay busy.
+func TestSettle(t *testing.T) {
+	b := &bench{}
+	sb := &statBox{busy: []float64{0.4, 0.2, 0.08}}
+	busy, ok, err := b.settle(context.Background(), sb, 10*time.Millisecond, settleMax)
+	if err != nil || !ok || sb.reads != 6 || busy[0] > settleBusy || busy[1] > settleBusy {
+		t.Fatalf("settle: %v %v %v after %d reads", busy, ok, err, sb.reads)
+	}
+	sb = &statBox{busy: []float64{0.5}}
+	start := time.Now()
+	busy, ok, err = b.settle(context.Background(), sb, 10*time.Millisecond, 200*time.Millisecond)
+	if err != nil || ok || busy[0] < 0.49 || time.Since(start) < 200*time.Millisecond {
+		t.Fatalf("busy box: %v %v %v after %v", busy, ok, err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok, err := b.settle(ctx, &statBox{busy: []float64{0.5}}, settleWindow, settleMax); ok || err == nil {
+		t.Fatalf("cancelled: %v %v", ok, err)
 	}
 }

@@ -509,6 +509,12 @@ func (b *bench) shapeCmd(path string) string {
 // ladder runs the steps at rates, or, with rates nil, from 1000 frames/s
 // per direction doubling until the offer is twice the most delivered.
 func (b *bench) ladder(ctx context.Context, vm box, g *gen, run int, path, what string, rates []float64) ([]Step, error) {
+	if busy, quiet, err := b.settle(ctx, vm, settleWindow, settleMax); err != nil {
+		return nil, fmt.Errorf("the router's /proc/stat: %w", err)
+	} else if !quiet {
+		b.o.Progress(fmt.Sprintf("run %d/%d: %s %s: the router's cores stayed busy (%s) for %v before the first step",
+			run+1, b.o.Runs, path, what, pcts(busy), settleMax))
+	}
 	var steps []Step
 	grow := rates == nil
 	rate := 1000.0
@@ -549,6 +555,53 @@ func (b *bench) ladder(ctx context.Context, vm box, g *gen, run int, path, what 
 		}
 	}
 	return steps, nil
+}
+
+// Settling before a ladder: a path's first step must not measure its
+// bring-up (pppd's scripts, the nftables and tc set-up, pppfwd's start,
+// the flows' priming), which the router's cores still show for a while
+// after the session is up.
+// The window is long enough that reading the guest's /proc/stat (a
+// command run in the emulated guest) weighs little in it.
+const (
+	settleBusy   = 0.10 // each core at most this busy over a window
+	settleWindow = 2 * time.Second
+	settleMax    = 12 * time.Second
+)
+
+// settle waits until each of the box's cores is at most settleBusy busy
+// over one window, for at most limit; it reports the last window's shares
+// and whether they were quiet.
+func (b *bench) settle(ctx context.Context, vm box, window, limit time.Duration) ([]float64, bool, error) {
+	var busy []float64
+	for end := time.Now().Add(limit); time.Now().Before(end); {
+		s0, err := vm.ProcStat(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if !sleepCtx(ctx, window) {
+			return nil, false, ctx.Err()
+		}
+		s1, err := vm.ProcStat(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		busy, _ = coreShares(s0, s1)
+		if quiet(busy) {
+			return busy, true, nil
+		}
+	}
+	return busy, false, nil
+}
+
+// quiet reports whether every share is at most settleBusy.
+func quiet(busy []float64) bool {
+	for _, x := range busy {
+		if x > settleBusy {
+			return false
+		}
+	}
+	return len(busy) > 0
 }
 
 // step offers rate frames/s each way for a step, with the probe and the
