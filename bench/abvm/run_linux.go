@@ -587,15 +587,15 @@ func (b *bench) settle(ctx context.Context, vm box, window, limit time.Duration)
 			return nil, false, err
 		}
 		busy, _ = coreShares(s0, s1)
-		if quiet(busy) {
+		if settled(busy) {
 			return busy, true, nil
 		}
 	}
 	return busy, false, nil
 }
 
-// quiet reports whether every share is at most settleBusy.
-func quiet(busy []float64) bool {
+// settled reports whether every share is at most settleBusy.
+func settled(busy []float64) bool {
 	for _, x := range busy {
 		if x > settleBusy {
 			return false
