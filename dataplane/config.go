@@ -78,7 +78,15 @@ type Config struct {
 	SteerWait time.Duration
 	// Poll is the polling threads' idle policy (PollAdaptive).
 	Poll PollMode
+	// Slice, if positive, is the scheduling slice the polling threads ask
+	// of the kernel (pin.ShortSlice): a frame that wakes one preempts
+	// another task on its CPU instead of waiting out that task's slice.
+	// 0 keeps the kernel's default.
+	Slice time.Duration
 }
+
+// DefaultSlice is the router's Slice: the shortest Linux grants.
+const DefaultSlice = 100 * time.Microsecond
 
 // PollMode is what a polling thread (a worker, the steering thread) does
 // when a poll finds no work.

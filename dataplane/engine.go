@@ -10,6 +10,7 @@ import (
 
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/shaper"
 )
@@ -353,18 +354,32 @@ func (e *Engine) Stop() error {
 }
 
 // pin pins the calling thread (locked by the caller) to the n-th allowed
-// CPU; a failure is kept for PinErr and the thread runs unpinned.
-func (e *Engine) pin(n int) {
-	if e.cfg.Pin == nil {
-		return
-	}
-	if err := e.cfg.Pin(n); err != nil {
-		e.errMu.Lock()
-		if e.pinErr == nil {
-			e.pinErr = fmt.Errorf("dataplane: pinning thread %d: %w (running unpinned)", n, err)
+// CPU and gives it the configured slice; a failure is kept for PinErr and
+// the thread runs unpinned or with the kernel's slice. The caller runs
+// the returned func before it unlocks the thread.
+func (e *Engine) pin(n int) (unslice func()) {
+	unslice = func() {}
+	if e.cfg.Pin != nil {
+		if err := e.cfg.Pin(n); err != nil {
+			e.notePinErr(fmt.Errorf("dataplane: pinning thread %d: %w (running unpinned)", n, err))
 		}
-		e.errMu.Unlock()
 	}
+	if e.cfg.Slice > 0 {
+		var err error
+		if unslice, err = pin.ShortSlice(e.cfg.Slice); err != nil {
+			e.notePinErr(fmt.Errorf("dataplane: thread %d: %w (the kernel's slice)", n, err))
+		}
+	}
+	return unslice
+}
+
+// notePinErr keeps the first pinning failure for PinErr.
+func (e *Engine) notePinErr(err error) {
+	e.errMu.Lock()
+	if e.pinErr == nil {
+		e.pinErr = err
+	}
+	e.errMu.Unlock()
 }
 
 // portErr notes an error a port returned. Transient ones (a full ring, a
@@ -415,7 +430,7 @@ func (e *Engine) runWorker(w *Worker) {
 	defer e.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	e.pin(w.id)
+	defer e.pin(w.id)()
 	w.loop(&e.stop, e.ready.Done)
 }
 
@@ -423,7 +438,7 @@ func (e *Engine) runSteer() {
 	defer e.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	e.pin(e.cfg.Workers)
+	defer e.pin(e.cfg.Workers)()
 	var cpu0 int64
 	if e.cfg.ThreadCPU != nil {
 		cpu0 = e.cfg.ThreadCPU()

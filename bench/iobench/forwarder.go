@@ -1,6 +1,8 @@
 package iobench
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"sync"
@@ -24,6 +26,7 @@ type FwdConfig struct {
 	// AFPacketRing is the afpacket ports' RX ring layout (afpacket only).
 	AFPacketRing afpacket.RxRing
 	Poll         dataplane.PollMode // the workers' idle policy
+	Slice        time.Duration      // the workers' scheduling slice (0: the kernel's)
 	Shape        shaper.Spec        // Rate 0: no shaper
 	Flows        []Flow             // their hosts become the engine's LAN neighbours
 	CPUs         []int              // worker k is pinned to CPUs[k%len]; nil: no pinning
@@ -95,6 +98,7 @@ func StartEngine(lan, wan nic.Port, c FwdConfig) (*Forwarder, error) {
 		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
 		Up: c.Shape, Down: c.Shape, RingSize: c.RingSize,
 		ThreadCPU: pin.ThreadCPUNanos, Poll: c.Poll, Steer: c.Steer,
+		Slice: c.Slice,
 	}
 	cfg.NAT.Capacity = 4*len(c.Flows) + 1024
 	if len(c.CPUs) > 0 {

@@ -35,6 +35,10 @@ type Options struct {
 	GenCPU int
 	// Poll is pppfwd's workers' idle policy (adaptive).
 	Poll dataplane.PollMode
+	// Slice is the scheduling slice pppfwd's workers ask for
+	// (dataplane.Config.Slice): 0 is dataplane.DefaultSlice, as the
+	// router's; negative keeps the kernel's default.
+	Slice time.Duration
 	// NoPin disables pinning and RPS.
 	NoPin bool
 	// SkipKernel skips the kernel baseline.
@@ -131,6 +135,7 @@ type Result struct {
 	Backend   string  `json:"backend"`
 	XDPMode   string  `json:"xdp_mode,omitempty"`
 	Poll      string  `json:"poll"`
+	SliceUs   float64 `json:"slice_us"` // the workers' scheduling slice (0: the kernel's default)
 	TxMode    string  `json:"afpacket_tx,omitempty"`   // afpacket's TX mode in use
 	RxRing    string  `json:"afpacket_ring,omitempty"` // afpacket's RX ring
 	Size      int     `json:"size"`
@@ -332,4 +337,15 @@ func measureSide(o Options, trial func(rate float64, window time.Duration) (*Sid
 	}
 	out.Trials = trials
 	return out, nil
+}
+
+// slice is the workers' dataplane.Config.Slice for o.Slice.
+func (o *Options) slice() time.Duration {
+	switch {
+	case o.Slice == 0:
+		return dataplane.DefaultSlice
+	case o.Slice < 0:
+		return 0
+	}
+	return o.Slice
 }

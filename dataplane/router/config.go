@@ -32,6 +32,9 @@ type Config struct {
 	WorkersAuto bool               `key:"workers"`
 	Poll        dataplane.PollMode `key:"workers.poll"`
 	CPUs        []int              `key:"workers.cpus"` // worker k pins to CPUs[k]; nil: the allowed CPUs in order
+	// Slice is the scheduling slice the workers ask for (dataplane.Config.
+	// Slice): 0 is dataplane.DefaultSlice, negative the kernel's default.
+	Slice time.Duration `key:"workers.slice"`
 
 	LANInterface string       `key:"lan.interface"`
 	LANAddr      netip.Prefix `key:"lan.address"` // the router's LAN address and prefix

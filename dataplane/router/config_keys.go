@@ -93,6 +93,20 @@ var keyTable = []keyDef{
 			return []string{strings.Join(parts, ",")}
 		}}},
 
+	{Name: "workers.slice", Allowed: "a duration of 100us..100ms, or off", Default: "100us", Example: "100us",
+		Help: "scheduling slice the workers ask of Linux (6.12 and later): a frame that wakes one",
+		More: []string{"preempts another task on its core at once instead of after that task's slice;",
+			"the workers' share of the CPU is unchanged. off: the kernel's default slice"},
+		v: funcVal{setSlice, func(c *Config) []string {
+			switch {
+			case c.Slice == 0:
+				return nil
+			case c.Slice < 0:
+				return []string{"off"}
+			}
+			return []string{c.Slice.String()}
+		}}},
+
 	{Name: "lan.interface", Allowed: "an interface name", Example: "eth1", Help: "the LAN port (required)",
 		Section: []string{"", "# The LAN and WAN ports belong to pppfwd: give them no IP addresses in the kernel",
 			"# (pppfwd run -check says so when they have any other than link-local); with the netmap",
@@ -696,6 +710,30 @@ func setWorkers(c *Config, val string) error {
 	}
 	c.Workers, c.WorkersAuto = n, false
 	return nil
+}
+
+func setSlice(c *Config, val string) error {
+	if val == "off" {
+		c.Slice = -1
+		return nil
+	}
+	d, err := time.ParseDuration(val)
+	if err != nil || d < 100*time.Microsecond || d > 100*time.Millisecond {
+		return fmt.Errorf("%q is not a duration of 100us..100ms or off", val)
+	}
+	c.Slice = d
+	return nil
+}
+
+// WorkerSlice is the dataplane's Slice for c.Slice.
+func (c *Config) WorkerSlice() time.Duration {
+	switch {
+	case c.Slice == 0:
+		return dataplane.DefaultSlice
+	case c.Slice < 0:
+		return 0
+	}
+	return c.Slice
 }
 
 // DefaultWorkers is `workers auto` on a box with cpus CPUs: one per CPU,

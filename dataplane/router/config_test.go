@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/dataplane/nat"
@@ -38,7 +39,25 @@ func TestWorkersKeys(t *testing.T) {
 	if err != nil || back.Workers != 3 || back.Poll != dataplane.PollBlock || len(back.CPUs) != 1 {
 		t.Fatalf("Text() did not parse back: %v %+v", err, back)
 	}
-	for _, bad := range []string{"workers.cpus 4000", "workers.cpus 3-1", "workers.cpus 1,1", "workers.cpus x", "workers.poll spin", "workers nine"} {
+	// workers.slice: the default, a duration, off; each writes back.
+	for _, c := range []struct {
+		line string
+		want time.Duration // WorkerSlice
+	}{{"", dataplane.DefaultSlice}, {"workers.slice 250us\n", 250 * time.Microsecond}, {"workers.slice off\n", 0}} {
+		cfg, err := ParseConfig(strings.NewReader(base + c.line))
+		if err != nil {
+			t.Fatalf("%q: %v", c.line, err)
+		}
+		back, err := ParseConfig(strings.NewReader(cfg.Text()))
+		if err != nil || cfg.WorkerSlice() != c.want || back.WorkerSlice() != c.want {
+			t.Errorf("%q: slice %v, written back %v (%v), want %v", c.line, cfg.WorkerSlice(), back.WorkerSlice(), err, c.want)
+		}
+	}
+	if (&Config{}).WorkerSlice() != dataplane.DefaultSlice {
+		t.Error("a Config built in code does not get the default slice")
+	}
+	for _, bad := range []string{"workers.cpus 4000", "workers.cpus 3-1", "workers.cpus 1,1", "workers.cpus x", "workers.poll spin", "workers nine",
+		"workers.slice 50us", "workers.slice 1s", "workers.slice soon"} {
 		if _, err := ParseConfig(strings.NewReader(base + bad + "\n")); err == nil || !strings.Contains(err.Error(), strings.Fields(bad)[0]) {
 			t.Errorf("%q: error %v, want one naming the key", bad, err)
 		}

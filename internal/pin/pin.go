@@ -1,6 +1,9 @@
 package pin
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Unpin undoes Pin: the thread may again run on every CPU the process was
 // allowed at start, and the goroutine is unlocked from its thread.
@@ -37,4 +40,21 @@ func ThreadCPUNanos() int64 {
 		return 0
 	}
 	return int64(d)
+}
+
+// ShortSlice asks the scheduler to give the calling thread, which must be
+// locked to its goroutine, a scheduling slice of d (clamped to 0.1-100 ms):
+// on Linux 6.12 and later a thread woken with a shorter slice than the
+// running task's preempts it at once, so a frame that wakes a worker does
+// not wait for another task's slice (milliseconds) to end. The thread's
+// share of the CPU does not change. restore gives the thread the kernel's
+// default slice again (call it on the same thread before unlocking it); it
+// is never nil.
+func ShortSlice(d time.Duration) (restore func(), err error) { return shortSlice(d.Nanoseconds()) }
+
+// ThreadSlice returns the calling thread's scheduling slice (its own, or
+// the kernel's default), where the OS has one.
+func ThreadSlice() (time.Duration, error) {
+	ns, err := threadSlice()
+	return time.Duration(ns), err
 }
