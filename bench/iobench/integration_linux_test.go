@@ -124,9 +124,12 @@ func TestIntegrationRunLatencyPooled(t *testing.T) {
 	nettest.RequireRoot(t)
 	const probes = 30
 	res, err := Run(Options{Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond, Rate: 20000,
-		Latency: probes, Rounds: 2})
+		Latency: probes, Rounds: 2, Awake: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !res.Awake {
+		t.Error("the result does not say the probes ran with the CPUs awake")
 	}
 	k, p := res.Kernel.Latency, res.PPPFWD.Latency
 	if k == nil || p == nil {

@@ -47,6 +47,11 @@ type Options struct {
 	// with this many single frames, 2 ms apart, after its throughput
 	// measurement in every round (Side.Latency: all rounds pooled).
 	Latency int
+	// Awake keeps the forwarder's CPUs out of the idle loop while either
+	// side is probed (a SCHED_IDLE busy loop on each, see awake): on a VM
+	// whose host wakes a halted vCPU late, that wakeup, not the path,
+	// decides both sides' tails. Needs pinning.
+	Awake bool
 	// Floor adds a third measurement to every round: the NullForwarder
 	// on the same backend, ports, pinning and frames (addressed so that
 	// they need no rewriting), pppfwd's I/O floor on this topology.
@@ -131,11 +136,14 @@ type Trial struct {
 
 // Result is the JSON report of `pppfwd bench io`.
 type Result struct {
-	Bench     string  `json:"bench"`
-	Backend   string  `json:"backend"`
-	XDPMode   string  `json:"xdp_mode,omitempty"`
-	Poll      string  `json:"poll"`
-	SliceUs   float64 `json:"slice_us"` // the workers' scheduling slice (0: the kernel's default)
+	Bench   string  `json:"bench"`
+	Backend string  `json:"backend"`
+	XDPMode string  `json:"xdp_mode,omitempty"`
+	Poll    string  `json:"poll"`
+	SliceUs float64 `json:"slice_us"` // the workers' scheduling slice (0: the kernel's default)
+	// Awake: the latency probes ran with the forwarder's CPUs kept out of
+	// the idle loop (Options.Awake).
+	Awake     bool    `json:"awake,omitempty"`
 	TxMode    string  `json:"afpacket_tx,omitempty"`   // afpacket's TX mode in use
 	RxRing    string  `json:"afpacket_ring,omitempty"` // afpacket's RX ring
 	Size      int     `json:"size"`

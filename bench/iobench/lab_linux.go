@@ -281,6 +281,10 @@ func Run(o Options) (*Result, error) {
 	} else {
 		res.Fairness = "no pinning: generator, kernel forwarding and pppfwd share every CPU"
 	}
+	if o.Awake && len(fwdCPUs) == 0 {
+		return nil, fmt.Errorf("iobench: awake needs pinning and 2 CPUs or more")
+	}
+	res.Awake = o.Awake && o.Latency > 0
 
 	lab := nettest.New()
 	defer lab.Close()
@@ -330,8 +334,15 @@ func Run(o Options) (*Result, error) {
 			return trial(up, down, rate, window)
 		}, hook)
 		if err == nil && o.Latency > 0 {
+			stop := func() {}
+			if o.Awake {
+				if stop, err = awake(fwdCPUs); err != nil {
+					return nil, err
+				}
+			}
 			s.Latency, err = ProbeLatency(topo.A, topo.B, up, FastMatch(pipeline.ACMAC[:], etherTypeOf(down), len(flows)),
 				o.Latency, 2*time.Millisecond, genCPU)
+			stop()
 		}
 		return s, err
 	}

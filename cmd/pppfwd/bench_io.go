@@ -34,6 +34,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	noPin := fs.Bool("no-pin", false, "no CPU pinning and no RPS")
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
 	latency := fs.Int("latency", 0, "probe each side's one-way delay with this many single frames on the idle line, every round (0: no probe)")
+	awake := fs.Bool("awake", false, "keep the forwarder's CPUs out of the idle loop during the latency probes (a SCHED_IDLE busy loop on each, both sides): on a VM, takes the host's late wakeup of a halted vCPU out of both tails")
 	floor := fs.Bool("floor", false, "also measure a null forwarder (same backend, ports and threads; frames moved unchanged): the I/O floor")
 	rounds := fs.Int("rounds", 2, "alternate the kernel, pppfwd (and floor) measurements this many times; the best throughput of each is reported, latency probes are pooled")
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
@@ -51,7 +52,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
-		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Latency: *latency, Search: *search, LossTolerance: *lossTol, Rounds: *rounds,
+		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Latency: *latency, Awake: *awake, Search: *search, LossTolerance: *lossTol, Rounds: *rounds,
 		SteerCompare: *steerCompare}
 	var perr error
 	if o.Poll, perr = dataplane.ParsePollMode(*poll); perr != nil {
