@@ -40,7 +40,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
 	lossTol := fs.Float64("loss-tolerance", 0.01, "loss fraction a measurement may have (rate search)")
 	poll := fs.String("poll", "adaptive", "pppfwd's workers' idle policy: adaptive, busy or block")
-	slice := fs.String("slice", "default", "scheduling slice pppfwd's workers ask of Linux 6.12+ (as the router's workers.slice): default (100us), a duration, or off")
+	slice := fs.String("slice", "default", "scheduling slice pppfwd's workers ask of Linux 6.12+ (as the router's workers.slice): default (500us), a duration, or off")
 	steerCompare := fs.Bool("steer-compare", false, "also measure pppfwd with WAN frames steered in user space (hash fanout, worker 0 steers them all) against the WAN port's owner program (afpacket, --workers 2 or more)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {

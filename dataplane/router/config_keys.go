@@ -93,7 +93,7 @@ var keyTable = []keyDef{
 			return []string{strings.Join(parts, ",")}
 		}}},
 
-	{Name: "workers.slice", Allowed: "a duration of 100us..100ms, or off", Default: "100us", Example: "100us",
+	{Name: "workers.slice", Allowed: "a duration of 100us..100ms, or off", Default: "500us", Example: "500us",
 		Help: "scheduling slice the workers ask of Linux (6.12 and later): a frame that wakes one",
 		More: []string{"preempts another task on its core at once instead of after that task's slice;",
 			"the workers' share of the CPU is unchanged. off: the kernel's default slice"},
