@@ -92,6 +92,18 @@ type Config struct {
 // is switched out less often.
 const DefaultSlice = 500 * time.Microsecond
 
+// SliceSetting maps a user's slice setting to Config.Slice: 0 (unset) is
+// DefaultSlice, negative (off) is 0, the kernel's default.
+func SliceSetting(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultSlice
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
 // PollMode is what a polling thread (a worker, the steering thread) does
 // when a poll finds no work.
 type PollMode uint8

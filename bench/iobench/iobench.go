@@ -348,12 +348,4 @@ func measureSide(o Options, trial func(rate float64, window time.Duration) (*Sid
 }
 
 // slice is the workers' dataplane.Config.Slice for o.Slice.
-func (o *Options) slice() time.Duration {
-	switch {
-	case o.Slice == 0:
-		return dataplane.DefaultSlice
-	case o.Slice < 0:
-		return 0
-	}
-	return o.Slice
-}
+func (o *Options) slice() time.Duration { return dataplane.SliceSetting(o.Slice) }

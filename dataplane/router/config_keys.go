@@ -726,15 +726,7 @@ func setSlice(c *Config, val string) error {
 }
 
 // WorkerSlice is the dataplane's Slice for c.Slice.
-func (c *Config) WorkerSlice() time.Duration {
-	switch {
-	case c.Slice == 0:
-		return dataplane.DefaultSlice
-	case c.Slice < 0:
-		return 0
-	}
-	return c.Slice
-}
+func (c *Config) WorkerSlice() time.Duration { return dataplane.SliceSetting(c.Slice) }
 
 // DefaultWorkers is `workers auto` on a box with cpus CPUs: one per CPU,
 // but one fewer on boxes of 2 to 4, where the box's own services (DNS,
