@@ -48,9 +48,9 @@ type Options struct {
 	// measurement in every round (Side.Latency: all rounds pooled).
 	Latency int
 	// Awake keeps the forwarder's CPUs out of the idle loop while either
-	// side is probed (a SCHED_IDLE busy loop on each, see awake): on a VM
+	// side is probed (a SCHED_IDLE busy loop on each): on a VM
 	// whose host wakes a halted vCPU late, that wakeup, not the path,
-	// decides both sides' tails. Needs pinning.
+	// decides both sides' tails (pin.IdleLoops). Needs pinning.
 	Awake bool
 	// Floor adds a third measurement to every round: the NullForwarder
 	// on the same backend, ports, pinning and frames (addressed so that

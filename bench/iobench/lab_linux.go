@@ -18,6 +18,7 @@ import (
 	"github.com/pppfwd/pppfwd/dataplane/router"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/internal/nettest"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
 )
@@ -336,7 +337,8 @@ func Run(o Options) (*Result, error) {
 		if err == nil && o.Latency > 0 {
 			stop := func() {}
 			if o.Awake {
-				if stop, err = awake(fwdCPUs); err != nil {
+				// Both sides are probed under the same loops.
+				if stop, _, err = pin.IdleLoops(fwdCPUs); err != nil {
 					return nil, err
 				}
 			}
