@@ -1,11 +1,10 @@
 package iobench
 
 import (
-	"time"
-
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
 	"github.com/pppfwd/pppfwd/dataplane"

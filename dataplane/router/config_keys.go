@@ -718,7 +718,7 @@ func setSlice(c *Config, val string) error {
 		return nil
 	}
 	d, err := time.ParseDuration(val)
-	if err != nil || d < 100*time.Microsecond || d > 100*time.Millisecond {
+	if err != nil || d < pin.MinSlice || d > pin.MaxSlice {
 		return fmt.Errorf("%q is not a duration of 100us..100ms or off", val)
 	}
 	c.Slice = d

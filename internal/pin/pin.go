@@ -42,8 +42,15 @@ func ThreadCPUNanos() int64 {
 	return int64(d)
 }
 
+// Bounds of a custom scheduling slice (Linux's): ShortSlice clamps to
+// them.
+const (
+	MinSlice = 100 * time.Microsecond
+	MaxSlice = 100 * time.Millisecond
+)
+
 // ShortSlice asks the scheduler to give the calling thread, which must be
-// locked to its goroutine, a scheduling slice of d (clamped to 0.1-100 ms):
+// locked to its goroutine, a scheduling slice of d (clamped to MinSlice..MaxSlice):
 // on Linux 6.12 and later a thread woken with a shorter slice than the
 // running task's preempts it at once, so a frame that wakes a worker does
 // not wait for another task's slice (milliseconds) to end. The thread's

@@ -8,19 +8,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Bounds of the fair scheduler's custom slice (Linux: 0.1 ms to 100 ms).
-const (
-	minSlice = 100_000
-	maxSlice = 100_000_000
-)
-
 // shortSlice asks EEVDF for a custom slice (sched_attr.sched_runtime of a
 // SCHED_OTHER or SCHED_BATCH thread, Linux 6.12 and later; older kernels
 // accept and ignore it). A thread with a shorter slice than the running
 // task's preempts it on wakeup (PREEMPT_SHORT) instead of waiting for its
 // slice to end; its weight, and so its share of the CPU, is unchanged.
 func shortSlice(ns int64) (func(), error) {
-	ns = min(max(ns, minSlice), maxSlice)
+	ns = min(max(ns, MinSlice.Nanoseconds()), MaxSlice.Nanoseconds())
 	old, err := unix.SchedGetAttr(0, 0)
 	if err != nil {
 		return func() {}, fmt.Errorf("pin: sched_getattr: %w", err)
