@@ -83,6 +83,32 @@ type Config struct {
 	// another task on its CPU instead of waiting out that task's slice.
 	// 0 keeps the kernel's default.
 	Slice time.Duration
+	// RTPrio, if positive, is the SCHED_FIFO priority a polling thread
+	// runs at while its load is light (PollAdaptive, PollBlock): it wakes
+	// from a sleep in the realtime class, so a frame that wakes it
+	// preempts any ordinary task on its CPU (a kernel thread, a busy
+	// process) at once, as the kernel's own receive work would. A thread
+	// that has not slept for rtBusy drops back to the ordinary class
+	// (with Slice) until it next sleeps, so a loaded router shares its
+	// CPUs as before. A process that may not use the priority
+	// (CAP_SYS_NICE) runs without it and says so in PinErr. 0: never.
+	RTPrio int
+}
+
+// DefaultRTPrio is the router's RTPrio: the lowest realtime priority,
+// above every ordinary task and below the kernel's interrupt threads (50).
+const DefaultRTPrio = 1
+
+// RTPrioSetting maps a user's realtime priority setting to Config.RTPrio
+// as SliceSetting does: 0 (unset) is DefaultRTPrio, negative (off) is 0.
+func RTPrioSetting(p int) int {
+	switch {
+	case p == 0:
+		return DefaultRTPrio
+	case p < 0:
+		return 0
+	}
+	return p
 }
 
 // DefaultSlice is the router's Slice: below Linux's default slice on any

@@ -354,11 +354,13 @@ func (e *Engine) Stop() error {
 }
 
 // pin pins the calling thread (locked by the caller) to the n-th allowed
-// CPU and gives it the configured slice; a failure is kept for PinErr and
-// the thread runs unpinned or with the kernel's slice. The caller runs
-// the returned func before it unlocks the thread.
-func (e *Engine) pin(n int) (unslice func()) {
-	unslice = func() {}
+// CPU, gives it the configured slice and prepares its realtime Policy
+// (nil: none); a failure is kept for PinErr and the thread runs
+// unpinned, with the kernel's slice or without realtime priority. The
+// caller runs restore before it unlocks the thread: it puts the thread
+// back in its ordinary class with the kernel's slice.
+func (e *Engine) pin(n int) (rt *pin.Policy, restore func()) {
+	unslice := func() {}
 	if e.cfg.Pin != nil {
 		if err := e.cfg.Pin(n); err != nil {
 			e.notePinErr(fmt.Errorf("dataplane: pinning thread %d: %w (running unpinned)", n, err))
@@ -370,7 +372,18 @@ func (e *Engine) pin(n int) (unslice func()) {
 			e.notePinErr(fmt.Errorf("dataplane: thread %d: %w (the kernel's slice)", n, err))
 		}
 	}
-	return unslice
+	if e.cfg.RTPrio > 0 && e.cfg.Poll != PollBusy {
+		var err error
+		if rt, err = pin.NewPolicy(e.cfg.RTPrio); err != nil {
+			e.notePinErr(fmt.Errorf("dataplane: thread %d: %w (no realtime priority)", n, err))
+		}
+	}
+	return rt, func() {
+		if rt != nil {
+			_ = rt.Normal()
+		}
+		unslice()
+	}
 }
 
 // notePinErr keeps the first pinning failure for PinErr.
@@ -430,20 +443,23 @@ func (e *Engine) runWorker(w *Worker) {
 	defer e.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	defer e.pin(w.id)()
-	w.loop(&e.stop, e.ready.Done)
+	rt, restore := e.pin(w.id)
+	defer restore()
+	w.loop(&e.stop, rt, e.ready.Done)
 }
 
 func (e *Engine) runSteer() {
 	defer e.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	defer e.pin(e.cfg.Workers)()
+	rt, restore := e.pin(e.cfg.Workers)
+	defer restore()
 	var cpu0 int64
 	if e.cfg.ThreadCPU != nil {
 		cpu0 = e.cfg.ThreadCPU()
 	}
 	d := e.steer.idler(e.cfg.Poll, &e.wakers[e.cfg.Workers])
+	d.rt = rt
 	e.ready.Done()
 	for iter := uint(0); !e.stop.Load(); iter++ {
 		if d.shouldPoll() && e.steerStep() > 0 {

@@ -55,6 +55,12 @@ const (
 	nap     = 250 * time.Microsecond
 	napLong = time.Millisecond
 	napFor  = 50 * time.Millisecond
+	// rtBusy is how long a thread in the realtime class (Config.RTPrio)
+	// may go without sleeping before it drops to the ordinary class;
+	// rtCheck is how many polls with work pass between clock reads for
+	// it.
+	rtBusy  = 2 * time.Millisecond
+	rtCheck = 16
 )
 
 // idler is a polling thread's idle state: its policy, its doorbell and
@@ -86,6 +92,15 @@ type idler struct {
 	// beforeSleep, if set, runs before each sleep (a worker publishes
 	// its counters and CPU time then, not at every empty poll).
 	beforeSleep func()
+	// rt, if set, is the thread's realtime Policy (Config.RTPrio): the
+	// thread enters the realtime class before it sleeps and leaves it
+	// once it has polled with work for rtBusy without sleeping. fifo is
+	// whether it is in it; wokeAt (nanotime) is when its last sleep
+	// ended, busyN the polls with work since.
+	rt     *pin.Policy
+	fifo   bool
+	wokeAt int64
+	busyN  uint32
 }
 
 // polledQueue is queue q of a port that is a nic.Pollable.
@@ -174,6 +189,28 @@ func (d *idler) busy() {
 		d.spin = min(d.spin*2, spinMax)
 	}
 	d.idle, d.naps = 0, 0
+	if d.fifo {
+		if d.busyN++; d.busyN%rtCheck == 0 && nanotime()-d.wokeAt > int64(rtBusy) {
+			// Loaded: share the CPU as an ordinary task until the
+			// next sleep.
+			d.setRT(false)
+		}
+	}
+}
+
+// setRT moves the thread into the realtime class or out of it; a failed
+// switch leaves fifo as it was (the next sleep or busy spell tries
+// again).
+func (d *idler) setRT(on bool) {
+	var err error
+	if on {
+		err = d.rt.Realtime()
+	} else {
+		err = d.rt.Normal()
+	}
+	if err == nil {
+		d.fifo = on
+	}
 }
 
 // sleep sleeps until a source may have work or a timer is due, and
@@ -212,6 +249,9 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 		d.wk.sleeping.Store(false)
 		return false
 	}
+	if d.rt != nil && !d.fifo {
+		d.setRT(true) // wake in the realtime class
+	}
 	if d.set.Len() == 0 {
 		pin.ThreadSleep(timeout)
 		d.due = timer
@@ -227,6 +267,9 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 	d.wk.sleeping.Store(false)
 	if d.wk.bell != nil {
 		d.wk.bell.Clear()
+	}
+	if d.fifo {
+		d.wokeAt, d.busyN = nanotime(), 0
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"sync/atomic"
 	"time"
 
@@ -184,8 +185,9 @@ func (w *Worker) Counters() Counters {
 }
 
 // loop runs the worker on the calling thread (locked and pinned by the
-// engine) until stop is set; ready is called once it is about to loop.
-func (w *Worker) loop(stop *atomic.Bool, ready func()) {
+// engine, with its realtime Policy rt or nil) until stop is set; ready is
+// called once it is about to loop.
+func (w *Worker) loop(stop *atomic.Bool, rt *pin.Policy, ready func()) {
 	var cpu0 int64
 	if w.cfg.ThreadCPU != nil {
 		cpu0 = w.cfg.ThreadCPU()
@@ -193,6 +195,7 @@ func (w *Worker) loop(stop *atomic.Bool, ready func()) {
 	lanF, _ := w.cfg.LAN.(nic.Flusher)
 	wanF, _ := w.cfg.WAN.(nic.Flusher)
 	d := w.idler()
+	d.rt = rt
 	d.beforeSleep = func() { w.publish(cpu0, true) }
 	ready()
 	for iter := uint(0); !stop.Load(); iter++ {

@@ -26,6 +26,7 @@ type FwdConfig struct {
 	AFPacketRing afpacket.RxRing
 	Poll         dataplane.PollMode // the workers' idle policy
 	Slice        time.Duration      // the workers' scheduling slice (0: the kernel's)
+	RTPrio       int                // the workers' realtime priority while lightly loaded (0: none)
 	Shape        shaper.Spec        // Rate 0: no shaper
 	Flows        []Flow             // their hosts become the engine's LAN neighbours
 	CPUs         []int              // worker k is pinned to CPUs[k%len]; nil: no pinning
@@ -97,7 +98,7 @@ func StartEngine(lan, wan nic.Port, c FwdConfig) (*Forwarder, error) {
 		LANNet: pipeline.LANNet, LANBits: pipeline.LANBits,
 		Up: c.Shape, Down: c.Shape, RingSize: c.RingSize,
 		ThreadCPU: pin.ThreadCPUNanos, Poll: c.Poll, Steer: c.Steer,
-		Slice: c.Slice,
+		Slice: c.Slice, RTPrio: c.RTPrio,
 	}
 	cfg.NAT.Capacity = 4*len(c.Flows) + 1024
 	if len(c.CPUs) > 0 {

@@ -39,6 +39,10 @@ type Options struct {
 	// (dataplane.Config.Slice): 0 is dataplane.DefaultSlice, as the
 	// router's; negative keeps the kernel's default.
 	Slice time.Duration
+	// RTPrio is pppfwd's workers' realtime priority while lightly loaded
+	// (dataplane.Config.RTPrio): 0 is dataplane.DefaultRTPrio, as the
+	// router's; negative is none.
+	RTPrio int
 	// NoPin disables pinning and RPS.
 	NoPin bool
 	// SkipKernel skips the kernel baseline.
@@ -141,6 +145,7 @@ type Result struct {
 	XDPMode string  `json:"xdp_mode,omitempty"`
 	Poll    string  `json:"poll"`
 	SliceUs float64 `json:"slice_us"` // the workers' scheduling slice (0: the kernel's default)
+	RTPrio  int     `json:"rtprio"`   // the workers' realtime priority while lightly loaded (0: none)
 	// Awake: the latency probes ran with the forwarder's CPUs kept out of
 	// the idle loop (Options.Awake).
 	Awake     bool    `json:"awake,omitempty"`
@@ -349,3 +354,6 @@ func measureSide(o Options, trial func(rate float64, window time.Duration) (*Sid
 
 // slice is the workers' dataplane.Config.Slice for o.Slice.
 func (o *Options) slice() time.Duration { return dataplane.SliceSetting(o.Slice) }
+
+// rtPrio is the workers' dataplane.Config.RTPrio for o.RTPrio.
+func (o *Options) rtPrio() int { return dataplane.RTPrioSetting(o.RTPrio) }

@@ -257,7 +257,7 @@ func Run(o Options) (*Result, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("iobench: needs root (CAP_SYS_ADMIN for namespaces, CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF for afxdp)")
 	}
-	res := &Result{Bench: "io", Backend: o.Backend, Poll: o.Poll.String(), SliceUs: float64(o.slice().Nanoseconds()) / 1e3, Size: o.Size, Workers: o.Workers, Flows: o.Flows,
+	res := &Result{Bench: "io", Backend: o.Backend, Poll: o.Poll.String(), SliceUs: float64(o.slice().Nanoseconds()) / 1e3, RTPrio: o.rtPrio(), Size: o.Size, Workers: o.Workers, Flows: o.Flows,
 		Duration: o.Duration.Seconds(), Rate: o.Rate, Shaper: "off", GenCPU: -1,
 		Drops: map[string]uint64{}, PortDrops: map[string]uint64{}}
 	if o.Backend == "afpacket" {
@@ -387,7 +387,7 @@ func Run(o Options) (*Result, error) {
 		upRx, upRedirected uint64
 	}
 	pppfwdRound := func(userSteer bool) (*Side, *engineFigures, error) {
-		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, Poll: o.Poll, Slice: o.slice(),
+		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, Poll: o.Poll, Slice: o.slice(), RTPrio: o.rtPrio(),
 			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs, UserSteer: userSteer})
 		if err != nil {
 			return nil, nil, err

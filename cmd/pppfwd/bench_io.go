@@ -3,8 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"io"
 	"sort"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -41,6 +43,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	lossTol := fs.Float64("loss-tolerance", 0.01, "loss fraction a measurement may have (rate search)")
 	poll := fs.String("poll", "adaptive", "pppfwd's workers' idle policy: adaptive, busy or block")
 	slice := fs.String("slice", "default", "scheduling slice pppfwd's workers ask of Linux 6.12+ (as the router's workers.slice): default (500us), a duration, or off")
+	rtprio := fs.String("rtprio", "default", "realtime priority pppfwd's workers wake with while lightly loaded (as the router's workers.rtprio): default (1), 1..99, or off")
 	steerCompare := fs.Bool("steer-compare", false, "also measure pppfwd with WAN frames steered in user space (hash fanout, worker 0 steers them all) against the WAN port's owner program (afpacket, --workers 2 or more)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
@@ -70,6 +73,18 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		o.Slice = d
+	}
+	switch *rtprio {
+	case "default":
+	case "off":
+		o.RTPrio = -1
+	default:
+		n, err := strconv.Atoi(*rtprio)
+		if err != nil || n < pin.MinRTPrio || n > pin.MaxRTPrio {
+			fmt.Fprintf(stderr, "pppfwd: --rtprio %q: %d..%d, default or off\n", *rtprio, pin.MinRTPrio, pin.MaxRTPrio)
+			return 2
+		}
+		o.RTPrio = n
 	}
 	var err error
 	if o.AFPacketTx, err = afpacket.ParseTxMode(*afpTx); err != nil {

@@ -35,6 +35,10 @@ type Config struct {
 	// Slice is the scheduling slice the workers ask for (dataplane.Config.
 	// Slice): 0 is dataplane.DefaultSlice, negative the kernel's default.
 	Slice time.Duration `key:"workers.slice"`
+	// RTPrio is the workers' realtime priority while lightly loaded
+	// (dataplane.Config.RTPrio): 0 is dataplane.DefaultRTPrio, negative
+	// none.
+	RTPrio int `key:"workers.rtprio"`
 
 	LANInterface string       `key:"lan.interface"`
 	LANAddr      netip.Prefix `key:"lan.address"` // the router's LAN address and prefix

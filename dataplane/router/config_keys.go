@@ -107,6 +107,21 @@ var keyTable = []keyDef{
 			return []string{c.Slice.String()}
 		}}},
 
+	{Name: "workers.rtprio", Allowed: "a realtime priority of 1..99, or off", Default: "1", Example: "1",
+		Help: "SCHED_FIFO priority a worker wakes with while its load is light (Linux; CAP_SYS_NICE):",
+		More: []string{"a frame that wakes it preempts any ordinary task on its core, as the kernel's own",
+			"receive work would; a worker busy for 2 ms without a pause returns to the ordinary class,",
+			"so a loaded router shares its cores as before. off: workers stay ordinary tasks"},
+		v: funcVal{setRTPrio, func(c *Config) []string {
+			switch {
+			case c.RTPrio == 0:
+				return nil
+			case c.RTPrio < 0:
+				return []string{"off"}
+			}
+			return []string{strconv.Itoa(c.RTPrio)}
+		}}},
+
 	{Name: "lan.interface", Allowed: "an interface name", Example: "eth1", Help: "the LAN port (required)",
 		Section: []string{"", "# The LAN and WAN ports belong to pppfwd: give them no IP addresses in the kernel",
 			"# (pppfwd run -check says so when they have any other than link-local); with the netmap",
@@ -724,6 +739,22 @@ func setSlice(c *Config, val string) error {
 	c.Slice = d
 	return nil
 }
+
+func setRTPrio(c *Config, val string) error {
+	if val == "off" {
+		c.RTPrio = -1
+		return nil
+	}
+	n, err := atoiRange(val, pin.MinRTPrio, pin.MaxRTPrio)
+	if err != nil {
+		return fmt.Errorf("%q is not a realtime priority of %d..%d or off", val, pin.MinRTPrio, pin.MaxRTPrio)
+	}
+	c.RTPrio = n
+	return nil
+}
+
+// WorkerRTPrio is the dataplane's RTPrio for c.RTPrio.
+func (c *Config) WorkerRTPrio() int { return dataplane.RTPrioSetting(c.RTPrio) }
 
 // WorkerSlice is the dataplane's Slice for c.Slice.
 func (c *Config) WorkerSlice() time.Duration { return dataplane.SliceSetting(c.Slice) }

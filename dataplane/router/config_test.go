@@ -53,11 +53,26 @@ func TestWorkersKeys(t *testing.T) {
 			t.Errorf("%q: slice %v, written back %v (%v), want %v", c.line, cfg.WorkerSlice(), back.WorkerSlice(), err, c.want)
 		}
 	}
+	// workers.rtprio: the default, a priority, off; each writes back.
+	for _, c := range []struct {
+		line string
+		want int // WorkerRTPrio
+	}{{"", dataplane.DefaultRTPrio}, {"workers.rtprio 20\n", 20}, {"workers.rtprio off\n", 0}} {
+		cfg, err := ParseConfig(strings.NewReader(base + c.line))
+		if err != nil {
+			t.Fatalf("%q: %v", c.line, err)
+		}
+		back, err := ParseConfig(strings.NewReader(cfg.Text()))
+		if err != nil || cfg.WorkerRTPrio() != c.want || back.WorkerRTPrio() != c.want {
+			t.Errorf("%q: rtprio %d, written back %d (%v), want %d", c.line, cfg.WorkerRTPrio(), back.WorkerRTPrio(), err, c.want)
+		}
+	}
 	if (&Config{}).WorkerSlice() != dataplane.DefaultSlice {
 		t.Error("a Config built in code does not get the default slice")
 	}
 	for _, bad := range []string{"workers.cpus 4000", "workers.cpus 3-1", "workers.cpus 1,1", "workers.cpus x", "workers.poll spin", "workers nine",
-		"workers.slice 50us", "workers.slice 1s", "workers.slice soon"} {
+		"workers.slice 50us", "workers.slice 1s", "workers.slice soon",
+		"workers.rtprio 0", "workers.rtprio 100", "workers.rtprio high"} {
 		if _, err := ParseConfig(strings.NewReader(base + bad + "\n")); err == nil || !strings.Contains(err.Error(), strings.Fields(bad)[0]) {
 			t.Errorf("%q: error %v, want one naming the key", bad, err)
 		}

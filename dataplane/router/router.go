@@ -172,7 +172,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 		PortLo: cfg.PortLo, PortHi: cfg.PortHi, NAT: cfg.NAT, Up: cfg.Up, Down: cfg.Down,
 		NoFirewall6: cfg.NoFirewall6, Allow6: cfg.Firewall6Allow(),
 		Pin: pin.PinNth, ThreadCPU: pin.ThreadCPUNanos, Poll: cfg.Poll, Steer: r.steer,
-		Slice: cfg.WorkerSlice(),
+		Slice: cfg.WorkerSlice(), RTPrio: cfg.WorkerRTPrio(),
 	}
 	if cpus := cfg.CPUs; len(cpus) > 0 {
 		dc.Pin = func(n int) error { return pin.Pin(cpus[n%len(cpus)]) }

@@ -65,3 +65,31 @@ func ThreadSlice() (time.Duration, error) {
 	ns, err := threadSlice()
 	return time.Duration(ns), err
 }
+
+// Bounds of a realtime (SCHED_FIFO) priority.
+const (
+	MinRTPrio = 1
+	MaxRTPrio = 99
+)
+
+// Policy switches one thread, locked to its goroutine, between SCHED_FIFO
+// at a fixed priority and the ordinary attributes (policy, nice, slice)
+// it had when NewPolicy was called. A switch is one system call and
+// allocates nothing. Use a Policy only on the thread that made it.
+type Policy struct {
+	prio int
+	a    rtAttrs
+}
+
+// NewPolicy prepares the calling thread's Policy with realtime priority
+// prio (MinRTPrio..MaxRTPrio), checking once that the process may use it
+// (CAP_SYS_NICE, or an RLIMIT_RTPRIO of prio). The thread leaves it in
+// the ordinary class.
+func NewPolicy(prio int) (*Policy, error) { return newPolicy(prio) }
+
+// Realtime puts the thread in SCHED_FIFO at the Policy's priority: it
+// preempts every ordinary task on its CPU when it wakes.
+func (p *Policy) Realtime() error { return p.set(true) }
+
+// Normal puts the thread back in its ordinary class.
+func (p *Policy) Normal() error { return p.set(false) }

@@ -1,0 +1,134 @@
+//go:build linux
+
+package dataplane
+
+import (
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pppfwd/pppfwd/internal/pin"
+	"github.com/pppfwd/pppfwd/nic/memport"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("realtime priority needs root (CAP_SYS_NICE)")
+	}
+}
+
+// policyOf returns thread tid's scheduling policy.
+func policyOf(t *testing.T, tid int) uint32 {
+	t.Helper()
+	a, err := unix.SchedGetAttr(tid, 0)
+	if err != nil {
+		t.Fatalf("sched_getattr(%d): %v", tid, err)
+	}
+	return a.Policy
+}
+
+// An idler with a realtime Policy sleeps in the realtime class, drops to
+// the ordinary class once it has polled with work for rtBusy without a
+// sleep, and goes back before its next sleep.
+func TestIdlerRT(t *testing.T) {
+	needRoot(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		p, err := pin.NewPolicy(1)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer func() { _ = p.Normal() }()
+		var stop atomic.Bool
+		d := newIdler(PollBlock, &waker{}, nil, nil)
+		d.rt = p
+		d.nextDue = func() time.Duration { return 50 * time.Microsecond } // a short sleep
+		check := func(when string, want uint32) {
+			if got := policyOf(t, 0); got != want {
+				t.Errorf("%s: policy %d, want %d", when, got, want)
+			}
+		}
+		check("before any sleep", unix.SCHED_NORMAL)
+		d.empty(&stop)
+		check("after a sleep", unix.SCHED_FIFO)
+		// Busy for less than rtBusy: stays.
+		for i := 0; i < 4*rtCheck; i++ {
+			d.busy()
+		}
+		check("briefly busy", unix.SCHED_FIFO)
+		// Busy past rtBusy without a sleep: ordinary.
+		for end := time.Now().Add(rtBusy + time.Millisecond); time.Now().Before(end); {
+			d.busy()
+		}
+		check("busy past rtBusy", unix.SCHED_NORMAL)
+		d.empty(&stop)
+		check("after the next sleep", unix.SCHED_FIFO)
+	}()
+	<-done
+}
+
+// Engine threads with Config.RTPrio wait in the realtime class; with
+// PollBusy or RTPrio 0 they never enter it; Stop leaves none there.
+func TestWorkerRT(t *testing.T) {
+	needRoot(t)
+	for _, c := range []struct {
+		name   string
+		prio   int
+		poll   PollMode
+		wantRT bool
+	}{{"rtprio 1", 1, PollAdaptive, true}, {"rtprio 0", 0, PollAdaptive, false}, {"busy", 1, PollBusy, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			seen := map[int]uint32{} // thread id -> its policy at a publish
+			lan := memport.New("lan", 2, 64)
+			wan := memport.New("wan", 2, 64)
+			e, err := New(Config{Workers: 2, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+				RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, RTPrio: c.prio, Poll: c.poll,
+				ThreadCPU: func() int64 {
+					tid := unix.Gettid()
+					a, _ := unix.SchedGetAttr(0, 0)
+					mu.Lock()
+					if seen[tid] != unix.SCHED_FIFO { // keep a realtime sighting
+						seen[tid] = a.Policy
+					}
+					mu.Unlock()
+					return 0
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SetSession(testSession())
+			e.Start()
+			time.Sleep(100 * time.Millisecond) // idle: many naps, many publishes
+			if err := e.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if e.PinErr() != nil {
+				t.Fatalf("PinErr: %v", e.PinErr())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) < 2 {
+				t.Fatalf("%d polling threads seen, want 2", len(seen))
+			}
+			for tid, pol := range seen {
+				if (pol == unix.SCHED_FIFO) != c.wantRT {
+					t.Errorf("thread %d seen with policy %d, want realtime %v", tid, pol, c.wantRT)
+				}
+				if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy != unix.SCHED_NORMAL {
+					t.Errorf("thread %d left with policy %d after Stop", tid, a.Policy)
+				}
+			}
+		})
+	}
+}
