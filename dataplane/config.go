@@ -88,10 +88,11 @@ type Config struct {
 	// from a sleep in the realtime class, so a frame that wakes it
 	// preempts any ordinary task on its CPU (a kernel thread, a busy
 	// process) at once, as the kernel's own receive work would. A thread
-	// that has not slept for rtBusy drops back to the ordinary class
-	// (with Slice) until it next sleeps, so a loaded router shares its
-	// CPUs as before. A process that may not use the priority
-	// (CAP_SYS_NICE) runs without it and says so in PinErr. 0: never.
+	// that has polled with work for 250 µs without a sleep drops back to
+	// the ordinary class (with Slice) for 10 ms at least, so a loaded
+	// router shares its CPUs as before. A process that may not use the
+	// priority (CAP_SYS_NICE) runs without it and says so in PinErr. 0:
+	// never.
 	RTPrio int
 }
 

@@ -56,11 +56,19 @@ const (
 	napLong = time.Millisecond
 	napFor  = 50 * time.Millisecond
 	// rtBusy is how long a thread in the realtime class (Config.RTPrio)
-	// may go without sleeping before it drops to the ordinary class;
+	// may poll with work without sleeping before it drops to the
+	// ordinary class: a light load's frames are handled well within it,
+	// and a heavy load does not keep the CPU from ordinary tasks (nor
+	// from ksoftirqd, which feeds the thread's own queues) for longer.
 	// rtCheck is how many polls with work pass between clock reads for
 	// it.
-	rtBusy  = 2 * time.Millisecond
-	rtCheck = 16
+	rtBusy  = 250 * time.Microsecond
+	rtCheck = 4
+	// rtHold is how long a thread that dropped to the ordinary class
+	// stays there: under a sustained load it switches class at most
+	// twice per rtHold (each switch is a system call), while a light
+	// load never makes it drop.
+	rtHold = 10 * time.Millisecond
 )
 
 // idler is a polling thread's idle state: its policy, its doorbell and
@@ -96,11 +104,13 @@ type idler struct {
 	// thread enters the realtime class before it sleeps and leaves it
 	// once it has polled with work for rtBusy without sleeping. fifo is
 	// whether it is in it; wokeAt (nanotime) is when its last sleep
-	// ended, busyN the polls with work since.
-	rt     *pin.Policy
-	fifo   bool
-	wokeAt int64
-	busyN  uint32
+	// ended, busyN the polls with work since; rtAfter (nanotime) is when
+	// a thread that dropped out may go back.
+	rt      *pin.Policy
+	fifo    bool
+	wokeAt  int64
+	rtAfter int64
+	busyN   uint32
 }
 
 // polledQueue is queue q of a port that is a nic.Pollable.
@@ -191,9 +201,10 @@ func (d *idler) busy() {
 	d.idle, d.naps = 0, 0
 	if d.fifo {
 		if d.busyN++; d.busyN%rtCheck == 0 && nanotime()-d.wokeAt > int64(rtBusy) {
-			// Loaded: share the CPU as an ordinary task until the
-			// next sleep.
+			// Loaded: share the CPU as an ordinary task for rtHold
+			// at least.
 			d.setRT(false)
+			d.rtAfter = nanotime() + int64(rtHold)
 		}
 	}
 }
@@ -249,7 +260,7 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 		d.wk.sleeping.Store(false)
 		return false
 	}
-	if d.rt != nil && !d.fifo {
+	if d.rt != nil && !d.fifo && nanotime() >= d.rtAfter {
 		d.setRT(true) // wake in the realtime class
 	}
 	if d.set.Len() == 0 {

@@ -35,7 +35,7 @@ func policyOf(t *testing.T, tid int) uint32 {
 
 // An idler with a realtime Policy sleeps in the realtime class, drops to
 // the ordinary class once it has polled with work for rtBusy without a
-// sleep, and goes back before its next sleep.
+// sleep, and goes back before a sleep rtHold later.
 func TestIdlerRT(t *testing.T) {
 	needRoot(t)
 	done := make(chan struct{})
@@ -72,7 +72,10 @@ func TestIdlerRT(t *testing.T) {
 		}
 		check("busy past rtBusy", unix.SCHED_NORMAL)
 		d.empty(&stop)
-		check("after the next sleep", unix.SCHED_FIFO)
+		check("a sleep within rtHold", unix.SCHED_NORMAL)
+		time.Sleep(rtHold)
+		d.empty(&stop)
+		check("a sleep after rtHold", unix.SCHED_FIFO)
 	}()
 	<-done
 }
