@@ -125,7 +125,7 @@ type polledQueue struct {
 func newIdler(mode PollMode, wk *waker, ports []nic.Port, queues []int) *idler {
 	d := &idler{mode: mode, wk: wk, spin: spinMax / 8, canBlock: true}
 	if wk.bell != nil {
-		d.set.Add(wk.bell.FD())
+		d.set.Add(wk.bell.FD()) // first: sleep reads its readiness as Ready(0)
 	}
 	for i, p := range ports {
 		fd := -1
@@ -276,7 +276,11 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 		}
 	}
 	d.wk.sleeping.Store(false)
-	if d.wk.bell != nil {
+	if d.wk.bell != nil && d.set.Ready(0) {
+		// The bell (the set's first descriptor) rang: empty it. A ring
+		// after the wait returned is left for the next wait, which it
+		// ends at once: a spare poll, never a lost wakeup; an
+		// unrung bell costs no read.
 		d.wk.bell.Clear()
 	}
 	if d.fifo {

@@ -32,6 +32,9 @@ func (s *WaitSet) Add(fd int) {}
 // Len returns 0.
 func (s *WaitSet) Len() int { return 0 }
 
+// Ready returns false here.
+func (s *WaitSet) Ready(i int) bool { return false }
+
 // Wait sleeps for timeout (at most a second).
 func (s *WaitSet) Wait(timeout time.Duration) (bool, error) {
 	if timeout < 0 || timeout > time.Second {

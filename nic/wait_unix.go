@@ -52,6 +52,11 @@ func (s *WaitSet) Wait(timeout time.Duration) (ready bool, err error) {
 	return n > 0, nil
 }
 
+// Ready reports whether the i-th descriptor added to the set (in Add
+// order, negative ones not counted) was readable, in error or hung up
+// when the last Wait returned; false after a timeout or an interrupt.
+func (s *WaitSet) Ready(i int) bool { return i >= 0 && i < len(s.fds) && s.fds[i].Revents != 0 }
+
 // Ring makes the bell's descriptor readable.
 func (b *Bell) Ring() {
 	var one = [8]byte{1}
