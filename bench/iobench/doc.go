@@ -29,7 +29,12 @@
 // receive work plus pppfwd's workers) runs on the forwarder CPUs, while the
 // end hosts' receive work (RPS on A's and B's interfaces) stays on the
 // generator's CPU. Both measurements offer the same load from the same
-// generator.
+// generator. While the latency probes run, the process's other threads
+// (the Go runtime's, the engine's control goroutine) are moved onto the
+// forwarder CPUs, both sides alike: pppfwd runs in the generator's
+// process here, and its runtime's wakeups would otherwise land on the
+// generator's CPU and delay the probes' arrival there, a cost a router
+// in its own process never puts on its traffic's sender.
 //
 // With Options.Floor a third measurement runs in every round: a
 // NullForwarder on the same backend, ports and pinned threads, moving the

@@ -278,7 +278,7 @@ func Run(o Options) (*Result, error) {
 		res.GenCPU, res.FwdCPUs = genCPU, fwdCPUs
 		res.Fairness = fmt.Sprintf("generator thread pinned to CPU %d with A's and B's receive work (RPS); "+
 			"R's receive/forwarding work (RPS on ra, rb) and pppfwd's workers on CPUs %v; same generator, "+
-			"frames and offered load for both", genCPU, fwdCPUs)
+			"frames and offered load for both; during latency probes the process's other threads run on the forwarder CPUs", genCPU, fwdCPUs)
 	} else {
 		res.Fairness = "no pinning: generator, kernel forwarding and pppfwd share every CPU"
 	}
@@ -336,11 +336,27 @@ func Run(o Options) (*Result, error) {
 		}, hook)
 		if err == nil && o.Latency > 0 {
 			stop := func() {}
-			if o.Awake {
-				// Both sides are probed under the same loops.
-				if stop, _, err = pin.IdleLoops(fwdCPUs); err != nil {
+			if genCPU >= 0 {
+				// The process's own threads (the Go runtime's, the
+				// engine's control goroutine) run on the forwarder's
+				// CPUs while probing, with the forwarder, not on the
+				// generator's: the probes time the forwarder, not how
+				// often pppfwd's runtime interrupts the generator.
+				var back func()
+				if back, _, err = pin.MoveThreads(fwdCPUs); err != nil {
 					return nil, err
 				}
+				stop = back
+			}
+			if o.Awake {
+				// Both sides are probed under the same loops.
+				stopLoops, _, err := pin.IdleLoops(fwdCPUs)
+				if err != nil {
+					stop()
+					return nil, err
+				}
+				back := stop
+				stop = func() { stopLoops(); back() }
 			}
 			s.Latency, err = ProbeLatency(topo.A, topo.B, up, FastMatch(pipeline.ACMAC[:], etherTypeOf(down), len(flows)),
 				o.Latency, 2*time.Millisecond, genCPU)

@@ -93,3 +93,13 @@ func (p *Policy) Realtime() error { return p.set(true) }
 
 // Normal puts the thread back in its ordinary class.
 func (p *Policy) Normal() error { return p.set(false) }
+
+// MoveThreads moves every thread of the process that is not pinned to one
+// CPU (the Go runtime's monitor, garbage collector and idle threads, any
+// goroutine's thread) onto cpus, and reports how many it moved. Threads
+// started later inherit the mask of the thread that starts them. restore
+// gives the process's start affinity back to every thread that still has
+// exactly cpus and was not pinned when MoveThreads ran (a thread started
+// since is included, and so is one pinned to cpus since: pin none in
+// between); it is never nil.
+func MoveThreads(cpus []int) (restore func(), moved int, err error) { return moveThreads(cpus) }
