@@ -199,13 +199,23 @@ func (d *idler) busy() {
 		d.spin = min(d.spin*2, spinMax)
 	}
 	d.idle, d.naps = 0, 0
-	if d.fifo {
-		if d.busyN++; d.busyN%rtCheck == 0 && nanotime()-d.wokeAt > int64(rtBusy) {
-			// Loaded: share the CPU as an ordinary task for rtHold
-			// at least.
-			d.setRT(false)
-			d.rtAfter = nanotime() + int64(rtHold)
-		}
+	d.rtTick()
+}
+
+// rtTick notes a poll that did not end in a sleep (one with work, or a
+// sleep cut short by a due timer or a source with work): a thread in the
+// realtime class that has gone rtBusy without sleeping leaves it, so it
+// never keeps a CPU from ordinary tasks for longer, whatever keeps it
+// awake.
+func (d *idler) rtTick() {
+	if !d.fifo {
+		return
+	}
+	if d.busyN++; d.busyN%rtCheck == 0 && nanotime()-d.wokeAt > int64(rtBusy) {
+		// Loaded: share the CPU as an ordinary task for rtHold at
+		// least.
+		d.setRT(false)
+		d.rtAfter = nanotime() + int64(rtHold)
 	}
 }
 
@@ -231,6 +241,7 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 	if d.nextDue != nil {
 		if timeout = d.nextDue(); timeout == 0 {
 			d.due = true
+			d.rtTick()
 			return false
 		}
 	}
@@ -258,6 +269,7 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 	d.wk.sleeping.Store(true)
 	if stop.Load() || d.pending() {
 		d.wk.sleeping.Store(false)
+		d.rtTick()
 		return false
 	}
 	if d.rt != nil && !d.fifo && nanotime() >= d.rtAfter {

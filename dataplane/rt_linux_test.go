@@ -76,6 +76,13 @@ func TestIdlerRT(t *testing.T) {
 		time.Sleep(rtHold)
 		d.empty(&stop)
 		check("a sleep after rtHold", unix.SCHED_FIFO)
+		// A timer that is always due keeps the thread from sleeping
+		// without any poll finding work: it leaves the class too.
+		d.nextDue = func() time.Duration { return 0 }
+		for end := time.Now().Add(rtBusy + time.Millisecond); time.Now().Before(end); {
+			d.empty(&stop)
+		}
+		check("awake on due timers past rtBusy", unix.SCHED_NORMAL)
 	}()
 	<-done
 }
