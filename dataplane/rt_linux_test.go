@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pppfwd/pppfwd/internal/pin"
-	"github.com/pppfwd/pppfwd/nic/memport"
 )
 
 func needRoot(t *testing.T) {
@@ -100,32 +99,14 @@ func TestWorkerRT(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var mu sync.Mutex
 			seen := map[int]uint32{} // thread id -> its policy at a publish
-			lan := memport.New("lan", 2, 64)
-			wan := memport.New("wan", 2, 64)
-			e, err := New(Config{Workers: 2, LAN: lan, WAN: wan, RouterMAC: routerMAC,
-				RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, RTPrio: c.prio, Poll: c.poll,
-				ThreadCPU: func() int64 {
-					tid := unix.Gettid()
-					a, _ := unix.SchedGetAttr(0, 0)
-					mu.Lock()
-					if seen[tid] != unix.SCHED_FIFO { // keep a realtime sighting
-						seen[tid] = a.Policy
-					}
-					mu.Unlock()
-					return 0
-				}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.SetSession(testSession())
-			e.Start()
-			time.Sleep(100 * time.Millisecond) // idle: many naps, many publishes
-			if err := e.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			if e.PinErr() != nil {
-				t.Fatalf("PinErr: %v", e.PinErr())
-			}
+			runIdleEngine(t, Config{RTPrio: c.prio, Poll: c.poll}, func(tid int) {
+				a, _ := unix.SchedGetAttr(0, 0)
+				mu.Lock()
+				if seen[tid] != unix.SCHED_FIFO { // keep a realtime sighting
+					seen[tid] = a.Policy
+				}
+				mu.Unlock()
+			})
 			mu.Lock()
 			defer mu.Unlock()
 			if len(seen) < 2 {

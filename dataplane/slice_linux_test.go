@@ -25,38 +25,12 @@ func TestWorkerSlice(t *testing.T) {
 	const want = 300 * time.Microsecond
 	var mu sync.Mutex
 	seen := map[int]time.Duration{} // thread id -> slice on it
-	lan := memport.New("lan", 2, 64)
-	wan := memport.New("wan", 2, 64)
-	e, err := New(Config{Workers: 2, LAN: lan, WAN: wan, RouterMAC: routerMAC,
-		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Slice: want,
-		ThreadCPU: func() int64 {
-			s, _ := pin.ThreadSlice()
-			mu.Lock()
-			seen[unix.Gettid()] = s
-			mu.Unlock()
-			return 0
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SetSession(testSession())
-	e.Start()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	runIdleEngine(t, Config{Slice: want}, func(tid int) {
+		s, _ := pin.ThreadSlice()
 		mu.Lock()
-		n := len(seen)
+		seen[tid] = s
 		mu.Unlock()
-		if n >= 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := e.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if e.PinErr() != nil {
-		t.Fatalf("PinErr: %v", e.PinErr())
-	}
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) < 2 {
@@ -66,6 +40,30 @@ func TestWorkerSlice(t *testing.T) {
 		if s != want {
 			t.Errorf("thread %d ran with slice %v, want %v", tid, s, want)
 		}
+	}
+}
+
+// runIdleEngine runs an idle 2-worker engine over memports, with cfg's
+// Slice, RTPrio and Poll, for 100 ms (many naps, many publishes), calling
+// note on a polling thread at each of its publishes (ThreadCPU), then
+// stops it and checks that every thread pinned and set up cleanly.
+func runIdleEngine(t *testing.T, cfg Config, note func(tid int)) {
+	t.Helper()
+	e, err := New(Config{Workers: 2, LAN: memport.New("lan", 2, 64), WAN: memport.New("wan", 2, 64),
+		RouterMAC: routerMAC, RouterAddr: routerIP, LANNet: lanNet, LANBits: 24,
+		Slice: cfg.Slice, RTPrio: cfg.RTPrio, Poll: cfg.Poll,
+		ThreadCPU: func() int64 { note(unix.Gettid()); return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetSession(testSession())
+	e.Start()
+	time.Sleep(100 * time.Millisecond)
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if e.PinErr() != nil {
+		t.Fatalf("PinErr: %v", e.PinErr())
 	}
 }
 
