@@ -89,7 +89,9 @@ type Config struct {
 	// preempts any ordinary task on its CPU (a kernel thread, a busy
 	// process) at once, as the kernel's own receive work would. A thread
 	// that has polled with work for 250 µs without a sleep drops back to
-	// the ordinary class (with Slice) for 10 ms at least, so a loaded
+	// the ordinary class (with Slice) for 10 ms at least, and so does
+	// one woken more than 20 times in 10 ms (frame by frame, which would
+	// preempt a producer on its own CPU at every frame), so a loaded
 	// router shares its CPUs as before. A process that may not use the
 	// priority (CAP_SYS_NICE) runs without it and says so in PinErr. 0:
 	// never.

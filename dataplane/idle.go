@@ -69,6 +69,12 @@ const (
 	// twice per rtHold (each switch is a system call), while a light
 	// load never makes it drop.
 	rtHold = 10 * time.Millisecond
+	// rtWakes is how many wakeups in the realtime class a thread may
+	// have per rtHold: a light load wakes it a few times per rtHold, but
+	// a producer on the thread's own CPU (a local process, ksoftirqd)
+	// that wakes it frame by frame would be preempted at every frame,
+	// both threads switching per frame instead of per batch.
+	rtWakes = 20
 )
 
 // idler is a polling thread's idle state: its policy, its doorbell and
@@ -106,11 +112,14 @@ type idler struct {
 	// whether it is in it; wokeAt (nanotime) is when its last sleep
 	// ended, busyN the polls with work since; rtAfter (nanotime) is when
 	// a thread that dropped out may go back.
+	// wakes counts its wakeups in the class since winAt (nanotime).
 	rt      *pin.Policy
 	fifo    bool
 	wokeAt  int64
 	rtAfter int64
 	busyN   uint32
+	winAt   int64
+	wakes   uint32
 }
 
 // polledQueue is queue q of a port that is a nic.Pollable.
@@ -296,7 +305,16 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 		d.wk.bell.Clear()
 	}
 	if d.fifo {
-		d.wokeAt, d.busyN = nanotime(), 0
+		now := nanotime()
+		d.wokeAt, d.busyN = now, 0
+		if now-d.winAt > int64(rtHold) {
+			d.winAt, d.wakes = now, 0
+		}
+		if d.wakes++; d.wakes > rtWakes {
+			// Woken frame by frame: an ordinary task for rtHold.
+			d.setRT(false)
+			d.rtAfter = now + int64(rtHold)
+		}
 	}
 	return true
 }

@@ -75,6 +75,18 @@ func TestIdlerRT(t *testing.T) {
 		time.Sleep(rtHold)
 		d.empty(&stop)
 		check("a sleep after rtHold", unix.SCHED_FIFO)
+		// Woken more than rtWakes times within rtHold: ordinary, then
+		// back after rtHold.
+		time.Sleep(rtHold)
+		d.empty(&stop)
+		check("before many wakeups", unix.SCHED_FIFO)
+		for i := 0; i < rtWakes; i++ {
+			d.empty(&stop)
+		}
+		check("after rtWakes+1 wakeups", unix.SCHED_NORMAL)
+		time.Sleep(rtHold)
+		d.empty(&stop)
+		check("a sleep rtHold after", unix.SCHED_FIFO)
 		// A timer that is always due keeps the thread from sleeping
 		// without any poll finding work: it leaves the class too.
 		d.nextDue = func() time.Duration { return 0 }

@@ -110,8 +110,9 @@ var keyTable = []keyDef{
 	{Name: "workers.rtprio", Allowed: "a realtime priority of 1..99, or off", Default: "1", Example: "1",
 		Help: "SCHED_FIFO priority a worker wakes with while its load is light (Linux; CAP_SYS_NICE):",
 		More: []string{"a frame that wakes it preempts any ordinary task on its core, as the kernel's own",
-			"receive work would; a worker busy for 250us without a pause is an ordinary task for 10ms,",
-			"so a loaded router shares its cores as before. off: workers stay ordinary tasks"},
+			"receive work would; a worker busy for 250us without a pause, or woken 20 times in 10ms,",
+			"is an ordinary task for 10ms, so a loaded router shares its cores as before.",
+			"off: workers stay ordinary tasks"},
 		v: funcVal{setRTPrio, func(c *Config) []string {
 			switch {
 			case c.RTPrio == 0:
