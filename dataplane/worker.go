@@ -1,12 +1,12 @@
 package dataplane
 
 import (
-	"github.com/pppfwd/pppfwd/internal/pin"
 	"sync/atomic"
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/nat"
 	"github.com/pppfwd/pppfwd/hdr"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/shaper"
 )

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/pppfwd/pppfwd/internal/pin"
 	"io"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/pppfwd/pppfwd/bench/iobench"
 	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic/afpacket"
 	"github.com/pppfwd/pppfwd/shaper"
 )

@@ -77,8 +77,7 @@ const (
 // it had when NewPolicy was called. A switch is one system call and
 // allocates nothing. Use a Policy only on the thread that made it.
 type Policy struct {
-	prio int
-	a    rtAttrs
+	a rtAttrs
 }
 
 // NewPolicy prepares the calling thread's Policy with realtime priority

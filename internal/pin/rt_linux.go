@@ -24,7 +24,7 @@ func newPolicy(prio int) (*Policy, error) {
 	if cur.Policy != unix.SCHED_NORMAL && cur.Policy != unix.SCHED_BATCH {
 		return nil, fmt.Errorf("pin: realtime: thread policy %d is not SCHED_OTHER or SCHED_BATCH", cur.Policy)
 	}
-	p := &Policy{prio: prio}
+	p := &Policy{}
 	p.a.normal = *cur
 	p.a.normal.Flags = 0
 	p.a.rt = unix.SchedAttr{Size: cur.Size, Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
