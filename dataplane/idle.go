@@ -220,12 +220,18 @@ func (d *idler) rtTick() {
 	if !d.fifo {
 		return
 	}
-	if d.busyN++; d.busyN%rtCheck == 0 && nanotime()-d.wokeAt > int64(rtBusy) {
-		// Loaded: share the CPU as an ordinary task for rtHold at
-		// least.
-		d.setRT(false)
-		d.rtAfter = nanotime() + int64(rtHold)
+	if d.busyN++; d.busyN%rtCheck == 0 {
+		if now := nanotime(); now-d.wokeAt > int64(rtBusy) {
+			d.leaveRT(now) // loaded
+		}
 	}
+}
+
+// leaveRT makes the thread an ordinary task, sharing its CPU, until
+// rtHold after now (nanotime).
+func (d *idler) leaveRT(now int64) {
+	d.setRT(false)
+	d.rtAfter = now + int64(rtHold)
 }
 
 // setRT moves the thread into the realtime class or out of it; a failed
@@ -311,9 +317,7 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 			d.winAt, d.wakes = now, 0
 		}
 		if d.wakes++; d.wakes > rtWakes {
-			// Woken frame by frame: an ordinary task for rtHold.
-			d.setRT(false)
-			d.rtAfter = now + int64(rtHold)
+			d.leaveRT(now) // woken frame by frame
 		}
 	}
 	return true
