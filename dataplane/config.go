@@ -3,9 +3,11 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/pppfwd/pppfwd/dataplane/nat"
+	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/shaper"
 )
@@ -112,6 +114,20 @@ func RTPrioSetting(p int) int {
 		return 0
 	}
 	return p
+}
+
+// ParseRTPrio parses a realtime priority setting as the router's
+// workers.rtprio and bench io --rtprio take it: "off" is -1 (none), a
+// number must lie in pin.MinRTPrio..pin.MaxRTPrio.
+func ParseRTPrio(s string) (int, error) {
+	if s == "off" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < pin.MinRTPrio || n > pin.MaxRTPrio {
+		return 0, fmt.Errorf("realtime priority %q: want %d..%d or off", s, pin.MinRTPrio, pin.MaxRTPrio)
+	}
+	return n, nil
 }
 
 // DefaultSlice is the router's Slice: below Linux's default slice on any

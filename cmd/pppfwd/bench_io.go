@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -74,13 +73,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		}
 		o.Slice = d
 	}
-	switch *rtprio {
-	case "default":
-	case "off":
-		o.RTPrio = -1
-	default:
-		n, err := strconv.Atoi(*rtprio)
-		if err != nil || n < pin.MinRTPrio || n > pin.MaxRTPrio {
+	if *rtprio != "default" {
+		n, err := dataplane.ParseRTPrio(*rtprio)
+		if err != nil {
 			fmt.Fprintf(stderr, "pppfwd: --rtprio %q: %d..%d, default or off\n", *rtprio, pin.MinRTPrio, pin.MaxRTPrio)
 			return 2
 		}

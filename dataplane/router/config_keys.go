@@ -742,11 +742,7 @@ func setSlice(c *Config, val string) error {
 }
 
 func setRTPrio(c *Config, val string) error {
-	if val == "off" {
-		c.RTPrio = -1
-		return nil
-	}
-	n, err := atoiRange(val, pin.MinRTPrio, pin.MaxRTPrio)
+	n, err := dataplane.ParseRTPrio(val)
 	if err != nil {
 		return fmt.Errorf("%q is not a realtime priority of %d..%d or off", val, pin.MinRTPrio, pin.MaxRTPrio)
 	}
