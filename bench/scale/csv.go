@@ -13,7 +13,8 @@ import (
 // only ever added at the end. Per-thread columns hold one value per
 // worker, in worker order, separated by ';'; the steer_thread_* columns
 // are 0 without a steering thread; the stage_* columns (scaled ns per
-// packet, bench pipeline --stages) are empty without stage costs.
+// packet, bench pipeline --stages) are empty without stage costs; the
+// speedup columns (Point.Speedup) are 0 without a 1-worker point.
 var CSVHeader = append([]string{
 	"workers", "flows", "size", "steer", "threads", "oversubscribed", "runs",
 	"mpps", "mpps_min", "mpps_max", "wall_ns_per_pkt", "cpu_ns_per_pkt", "steer_ns_per_pkt",
@@ -22,7 +23,7 @@ var CSVHeader = append([]string{
 	"steer_thread_cpu_ns", "steer_thread_steer_ns", "error",
 	"wan_redirected_share", "worker_wan_redirected",
 	"stage_inflation", "nat_insert_ns",
-}, stageColumns()...)
+}, append(stageColumns(), "speedup", "speedup_min", "speedup_max")...)
 
 func stageColumns() []string {
 	var cols []string
@@ -80,5 +81,5 @@ func csvRow(p *Point) []string {
 		list(func(c WorkerCPU) uint64 { return c.OffCPUNs }),
 		u(stCPU), u(stSteer), p.Error,
 		f(p.WANRedirectedShare), list(func(c WorkerCPU) uint64 { return c.WANRedirects }),
-	}, stages...)
+	}, append(stages, f(p.Speedup), f(p.SpeedupMin), f(p.SpeedupMax))...)
 }

@@ -465,8 +465,8 @@ func WriteTable(w io.Writer, r *Report) {
 		clock = fmt.Sprintf("%.3f GHz (%s)", m.ClockGHz, m.ClockSource)
 	}
 	fmt.Fprintf(w, "machine\t%d CPUs, %s, %s, %s/%s\n", m.CPUs, orDash(m.Model), clock, m.GOOS, m.GOARCH)
-	fmt.Fprintf(w, "per point\t%.3g s, median of %d run(s)\n\n", r.DurationSec, r.Repeat)
-	fmt.Fprintln(w, "workers\tflows\tsize\tsteer\tMpps\twall ns/pkt\tcpu ns/pkt\tsteer ns/pkt\tallocs/pkt\tsteered\tredirected\twan redirected\tper thread: share of packets, cpu ns per own packet, steering share of its cpu")
+	fmt.Fprintf(w, "per point\t%.3g s, median of %d run(s); speedup: median of each round's rate over the 1-worker point's\n\n", r.DurationSec, r.Repeat)
+	fmt.Fprintln(w, "workers\tflows\tsize\tsteer\tMpps\tspeedup\twall ns/pkt\tcpu ns/pkt\tsteer ns/pkt\tallocs/pkt\tsteered\tredirected\twan redirected\tper thread: share of packets, cpu ns per own packet, steering share of its cpu")
 	for i := range r.Points {
 		p := &r.Points[i]
 		if !p.OK() {
@@ -480,7 +480,14 @@ func WriteTable(w io.Writer, r *Report) {
 		if p.Oversubscribed {
 			mpps += " *"
 		}
-		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.4f\t%.3f\t%.3f\t%.3f\t%s\n", p.Workers, p.Flows, p.Size, p.Steer, mpps,
+		speedup := "-"
+		if p.Speedup > 0 {
+			speedup = fmt.Sprintf("%.2f", p.Speedup)
+			if p.Runs > 1 {
+				speedup += fmt.Sprintf(" [%.2f..%.2f]", p.SpeedupMin, p.SpeedupMax)
+			}
+		}
+		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.4f\t%.3f\t%.3f\t%.3f\t%s\n", p.Workers, p.Flows, p.Size, p.Steer, mpps, speedup,
 			p.WallNsPerPkt, p.CPUNsPerPkt, p.SteerNsPerPkt, p.AllocsPerPkt, p.SteeredShare, p.RedirectedShare, p.WANRedirectedShare, threads(p))
 	}
 	for _, p := range r.Points {

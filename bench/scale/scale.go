@@ -79,6 +79,14 @@ type Point struct {
 	Mpps    float64 `json:"mpps"`
 	MppsMin float64 `json:"mpps_min"`
 	MppsMax float64 `json:"mpps_max"`
+	// Speedup is the point's rate over the 1-worker point of the same
+	// flows, size and steering, taken round by round (the two runs of a
+	// round follow each other, so a change in the machine's speed falls
+	// on both) and the median of the rounds' ratios; SpeedupMin/Max the
+	// range. 0 when the sweep has no 1-worker point to compare with.
+	Speedup    float64 `json:"speedup,omitempty"`
+	SpeedupMin float64 `json:"speedup_min,omitempty"`
+	SpeedupMax float64 `json:"speedup_max,omitempty"`
 	// WallNsPerPkt is 1/rate; CPUNsPerPkt all threads' CPU per packet.
 	WallNsPerPkt    float64 `json:"wall_ns_per_pkt"`
 	CPUNsPerPkt     float64 `json:"cpu_ns_per_pkt"`
@@ -228,6 +236,15 @@ func Sweep(o Options) ([]Point, error) {
 			}
 		}
 	}
+	speedups := pairedSpeedups(len(combos), func(i int) (base int, ok bool) {
+		c := combos[i]
+		for j, b := range combos {
+			if b.workers == 1 && b.flows == c.flows && b.size == c.size && b.m == c.m {
+				return j, errs[i] == "" && errs[j] == ""
+			}
+		}
+		return 0, false
+	}, runs)
 	pts := make([]Point, len(combos))
 	failed := 0
 	for i, c := range combos {
@@ -242,11 +259,35 @@ func Sweep(o Options) ([]Point, error) {
 		fromResult(&pts[i], rs[(len(rs)-1)/2])
 		pts[i].Runs = len(rs)
 		pts[i].MppsMin, pts[i].MppsMax = rs[0].Mpps, rs[len(rs)-1].Mpps
+		if sp := speedups[i]; len(sp) > 0 {
+			pts[i].Speedup, pts[i].SpeedupMin, pts[i].SpeedupMax = sp[(len(sp)-1)/2], sp[0], sp[len(sp)-1]
+		}
 	}
 	if failed > 0 {
 		return pts, fmt.Errorf("%d of %d points failed", failed, len(combos))
 	}
 	return pts, nil
+}
+
+// pairedSpeedups returns, for each of n points, its rounds' rates over
+// its base point's rates of the same rounds, sorted; none for a point
+// without a base (baseOf false) or with a run missing. runs[i][r] is
+// point i's run of round r; it must be called before runs are sorted.
+func pairedSpeedups(n int, baseOf func(i int) (int, bool), runs [][]*pipeline.Result) [][]float64 {
+	out := make([][]float64, n)
+	for i := 0; i < n; i++ {
+		b, ok := baseOf(i)
+		if !ok || len(runs[i]) == 0 || len(runs[i]) != len(runs[b]) {
+			continue
+		}
+		for r := range runs[i] {
+			if runs[b][r].Mpps > 0 {
+				out[i] = append(out[i], runs[i][r].Mpps/runs[b][r].Mpps)
+			}
+		}
+		sort.Float64s(out[i])
+	}
+	return out
 }
 
 func progress(p *Point) string {

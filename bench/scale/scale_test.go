@@ -610,3 +610,65 @@ func TestSweepRoundRobin(t *testing.T) {
 		t.Errorf("progress:\n%s", prog.String())
 	}
 }
+
+// TestSweepSpeedup: a point's speedup pairs its runs with the 1-worker
+// point's runs of the same round, so a machine whose speed changes from
+// round to round still gives the ratio of each round; points without a
+// 1-worker point of their kind, or whose base failed, have none.
+func TestSweepSpeedup(t *testing.T) {
+	type key struct{ workers, flows int }
+	round := map[key]int{}
+	speed := []float64{1, 3, 0.5, 2, 0.25} // the machine, round by round
+	gain := map[int][]float64{             // the workers' gain, round by round
+		1: {1, 1, 1, 1, 1},
+		2: {1.9, 1.7, 2.1, 1.8, 2.0},
+		3: {2.5, 2.9, 2.7, 2.6, 2.8},
+	}
+	run := fakeRun(func(o pipeline.Options) float64 {
+		k := key{o.Workers, o.Flows}
+		r := round[k]
+		round[k]++
+		if o.Flows == 100 && o.Workers == 1 {
+			return 0 // no packets: the base fails
+		}
+		return 5 * speed[r] * gain[o.Workers][r]
+	})
+	pts, err := Sweep(Options{Workers: []int{1, 2}, Flows: []int{1}, Sizes: []string{"64"}, Repeat: 5, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if p := pts[1]; !near(p.Speedup, 1.9) || !near(p.SpeedupMin, 1.7) || !near(p.SpeedupMax, 2.1) {
+		t.Errorf("2 workers: speedup %v [%v..%v], want 1.9 [1.7..2.1]", p.Speedup, p.SpeedupMin, p.SpeedupMax)
+	}
+	if p := pts[0]; p.Speedup != 1 || p.SpeedupMin != 1 || p.SpeedupMax != 1 {
+		t.Errorf("1 worker: speedup %v [%v..%v], want 1", p.Speedup, p.SpeedupMin, p.SpeedupMax)
+	}
+
+	round = map[key]int{}
+	pts, err = Sweep(Options{Workers: []int{2, 3}, Flows: []int{1}, Sizes: []string{"64"}, Repeat: 5, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		if p.Speedup != 0 {
+			t.Errorf("%d workers without a 1-worker point: speedup %v", p.Workers, p.Speedup)
+		}
+	}
+
+	round = map[key]int{}
+	pts, _ = Sweep(Options{Workers: []int{1, 3}, Flows: []int{1, 100}, Sizes: []string{"64"}, Repeat: 5, Run: run})
+	if len(pts) != 4 {
+		t.Fatalf("%d points", len(pts))
+	}
+	if p := pts[1]; p.Flows != 1 || p.Workers != 3 || !near(p.Speedup, 2.7) || !near(p.SpeedupMin, 2.5) || !near(p.SpeedupMax, 2.9) {
+		t.Errorf("3 workers, 1 flow: speedup %v [%v..%v], want 2.7 [2.5..2.9]", p.Speedup, p.SpeedupMin, p.SpeedupMax)
+	}
+	if p := pts[3]; p.Flows != 100 || p.Speedup != 0 {
+		t.Errorf("3 workers, 100 flows, base failed: speedup %v", p.Speedup)
+	}
+	rows := csvOf(t, pts)
+	if r := rows[2]; r[col(t, "speedup")] != "2.7" || r[col(t, "speedup_min")] != "2.5" || r[col(t, "speedup_max")] != "2.9" {
+		t.Errorf("CSV speedup columns: %q", r[col(t, "speedup"):])
+	}
+}
