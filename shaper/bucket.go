@@ -13,8 +13,10 @@ import (
 // time t never exceed rate*t plus the one lease that pushed tat past t, and
 // whatever one worker does not take is there for the others.
 //
-// Unused credit is handed back when a worker's queue runs dry, so an idle
-// worker holds nothing.
+// Unused credit is handed back once it is older than CreditKeep (at the
+// worker's next Dequeue), so an idle worker holds at most one chunk, for
+// no longer than that; a queue that runs dry every batch keeps it, and
+// leases once per chunk rather than once per batch.
 //
 // Missed time: the bucket cannot tell an idle worker from a late one, so
 // the worker says which (LeaseWaiting). Time in which no worker leased
@@ -336,8 +338,8 @@ func (l *Lessee) Return(bytes int64) {
 	}
 }
 
-// Idle says the lessee's queue ran dry (return its credit first): the
-// others stop waiting for it.
+// Idle says the lessee's queue ran dry (its credit returned, or kept for
+// at most CreditKeep): the others stop waiting for it.
 func (l *Lessee) Idle() {
 	if !l.busy {
 		return

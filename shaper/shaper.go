@@ -106,6 +106,7 @@ type FQCoDel[T any] struct {
 	qlen    int
 	mem     int64
 	credit  int64 // leased bytes not yet spent
+	leased  int64 // when credit was last leased
 	blocked bool  // the last Dequeue stopped for lack of credit
 	since   int64 // when the queue last went from empty to not (valid while qlen > 0)
 
@@ -467,6 +468,9 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 	n := 0
 	s.blocked = false
 	s.followRate()
+	if s.credit > 0 && now-s.leased > CreditKeep {
+		s.returnCredit()
+	}
 	for n < len(out) {
 		fi := s.pick()
 		if fi == nilIdx {
@@ -484,6 +488,7 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 					break
 				}
 				s.credit += g
+				s.leased = now
 				s.stats.Leases++
 			}
 		}
@@ -499,7 +504,12 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 		s.release(idx)
 	}
 	if s.limited && s.qlen == 0 {
-		s.idle()
+		// Ran dry: the others stop waiting for this queue, but fresh
+		// credit stays for the next batch, so a worker that drains
+		// its queue every batch leases once per chunk, not once per
+		// batch (each lease and return writes the bucket's shared
+		// line, a cache miss per batch between workers).
+		s.l.Idle()
 	}
 	s.stats.Dequeued += uint64(n)
 	return n
@@ -534,13 +544,26 @@ func (s *FQCoDel[T]) Flush() {
 	}
 }
 
-// idle hands back the credit of a queue that ran dry and leaves the
-// bucket's busy lessees, so that the others get the whole rate.
-func (s *FQCoDel[T]) idle() {
+// CreditKeep is how long a scheduler keeps leased credit it has not
+// spent: older credit goes back to the bucket at the next Dequeue before
+// the queue may use it. A queue that runs dry keeps fresh credit, so
+// packets leave at most CreditKeep after the bytes they spend were
+// granted, beyond the bucket's own burst: at most one chunk (MaxChunk, or
+// CreditKeep of the rate if less) per scheduler.
+const CreditKeep = 200_000
+
+// returnCredit hands back the credit not yet spent.
+func (s *FQCoDel[T]) returnCredit() {
 	if s.credit > 0 {
 		s.l.Return(s.credit)
 		s.credit = 0
 	}
+}
+
+// idle hands back the credit of a queue emptied for good (Flush) and
+// leaves the bucket's busy lessees, so that the others get the whole rate.
+func (s *FQCoDel[T]) idle() {
+	s.returnCredit()
 	s.l.Idle()
 }
 

@@ -358,3 +358,62 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("defaults %+v are not Linux fq_codel's", d)
 	}
 }
+
+// TestCreditKept: a queue that runs dry keeps the rest of a fresh lease
+// for its next packets (no lease per batch), hands it back once it is
+// older than CreditKeep, and leaves the busy lessees when it runs dry
+// either way, so that another scheduler on the bucket is not held back.
+func TestCreditKept(t *testing.T) {
+	clk := NewManualClock(1_000_000_000)
+	b := NewBucket(8e6, clk) // 1 byte per us
+	b.SetChunk(1000)
+	s := New[*tpkt](Config{}, b, clk, &tops{})
+	other := New[*tpkt](Config{}, b, clk, &tops{})
+	out := make([]*tpkt, 8)
+	send := func(size int) int {
+		s.Enqueue(&tpkt{size: size}, 1, 0)
+		return s.Dequeue(out)
+	}
+	if n := send(100); n != 1 {
+		t.Fatalf("dequeued %d, want 1", n)
+	}
+	leases, ready := s.Stats().Leases, b.Ready()
+	if leases != 1 {
+		t.Fatalf("%d leases for the first packet", leases)
+	}
+	if s.l.busy {
+		t.Error("a queue that ran dry is still a busy lessee")
+	}
+	// 900 bytes of credit left: the next packets spend it, no lease.
+	clk.Advance(CreditKeep / 2)
+	for i := range 4 {
+		if n := send(200); n != 1 {
+			t.Fatalf("packet %d: dequeued %d", i, n)
+		}
+	}
+	if l := s.Stats().Leases; l != leases {
+		t.Errorf("%d leases for packets the fresh credit covered, want %d", l, leases)
+	}
+	if r := b.Ready(); r != ready {
+		t.Errorf("bucket moved %d ns while the credit was spent", r-ready)
+	}
+	// 100 bytes left; once older than CreditKeep they go back before
+	// the queue may use them.
+	clk.Advance(CreditKeep)
+	if n := s.Dequeue(out); n != 0 {
+		t.Fatalf("dequeued %d from an empty queue", n)
+	}
+	if d := ready - b.Ready(); d != 100_000 {
+		t.Errorf("stale credit: bucket moved back %d ns, want 100000 (100 bytes)", d)
+	}
+	clk.Set(b.Ready())
+	if n := send(100); n != 1 || s.Stats().Leases != leases+1 {
+		t.Errorf("after the stale credit went back: dequeued %d, %d leases, want 1 and %d", n, s.Stats().Leases, leases+1)
+	}
+	// The other scheduler gets the whole rate: this one is not busy.
+	other.Enqueue(&tpkt{size: 100}, 2, 0)
+	clk.Advance(2_000_000)
+	if n := other.Dequeue(out); n != 1 {
+		t.Errorf("the other scheduler dequeued %d, want 1", n)
+	}
+}
