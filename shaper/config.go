@@ -41,6 +41,31 @@ func RateQuantum(rateBits uint64) int {
 	return int(min(max(rateBits/8>>12, MinRateQuantum), DefaultQuantum))
 }
 
+// RateTarget is the CoDel target of a shaper whose Config leaves Target 0,
+// at rateBits bits per second with full-size frames of mtuWire bytes on
+// the wire: CAKE's choice, DefaultTarget or one and a half frames'
+// transmission time, whichever is longer; DefaultTarget when unlimited.
+// Below about 3.6 Mbit/s one frame takes longer than 5 ms to send, so a
+// packet queued behind a single other one would always be above a 5 ms
+// target and CoDel would keep dropping from a link it cannot fill.
+func RateTarget(rateBits uint64, mtuWire int) int64 {
+	if rateBits == 0 {
+		return DefaultTarget
+	}
+	frame := float64(mtuWire) * 8e9 / float64(rateBits)
+	return max(DefaultTarget, int64(math.Min(frame*3/2, math.MaxInt64/4)))
+}
+
+// RateInterval is the CoDel interval that goes with target where Config
+// leaves Interval 0: CAKE's, DefaultInterval grown by what target grew
+// beyond DefaultTarget, and at least twice target.
+func RateInterval(rateBits uint64, target int64) int64 {
+	if rateBits == 0 {
+		return DefaultInterval
+	}
+	return max(DefaultInterval+target-DefaultTarget, 2*target)
+}
+
 // Bounds Validate enforces.
 const (
 	MaxFlows   = 65536
@@ -50,12 +75,13 @@ const (
 )
 
 // Config configures one FQ-CoDel instance. Zero fields take Linux
-// fq_codel's defaults, but for Quantum under a rate (RateQuantum).
+// fq_codel's defaults, but for Quantum, Target and Interval under a rate
+// (RateQuantum, RateTarget, RateInterval: CAKE's).
 type Config struct {
 	Flows    int   // flow queues (1024)
 	Quantum  int   // DRR quantum in bytes (0: RateQuantum of the rate, see New)
-	Target   int64 // CoDel target, ns (5 ms)
-	Interval int64 // CoDel interval, ns (100 ms)
+	Target   int64 // CoDel target, ns (0: 5 ms, or under a rate RateTarget of it)
+	Interval int64 // CoDel interval, ns (0: 100 ms, or under a rate RateInterval)
 	NoECN    bool  // ECN marking is on unless set
 	Limit    int   // packet limit (10240)
 	MemLimit int   // byte limit (32 MiB), counted as the sum of Ops.Len
@@ -70,8 +96,9 @@ type Config struct {
 }
 
 // WithDefaults returns c with every zero field set to its default. The
-// Quantum it sets, DefaultQuantum, is an unlimited shaper's: New gives a
-// rate-limited one whose Config.Quantum is 0 RateQuantum of the rate.
+// Quantum, Target and Interval it sets are an unlimited shaper's: New
+// gives a rate-limited one whose Config leaves them 0 RateQuantum,
+// RateTarget and RateInterval of the rate.
 func (c Config) WithDefaults() Config {
 	if c.Flows == 0 {
 		c.Flows = DefaultFlows

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 )
 
 // The overload workload: ovFlows unresponsive flows of minimum-size frames
@@ -423,5 +424,88 @@ func TestLimitDropRaisesCount(t *testing.T) {
 	}
 	if c := s.flows[reduce(fat, len(s.flows))].cv.count; uint64(c) != dropped {
 		t.Errorf("fattest flow's CoDel count %d after %d limit drops, want %d", c, dropped, dropped)
+	}
+}
+
+// TestRateTarget: under a rate, a shaper whose Config leaves Target and
+// Interval 0 takes CAKE's: the target grows to one and a half full-size
+// frames' transmission time where that exceeds 5 ms, the interval with
+// it, both following SetRate; a configured target or interval stays.
+func TestRateTarget(t *testing.T) {
+	const mtu = DefaultQuantum
+	for _, tc := range []struct {
+		rate             uint64
+		target, interval int64
+	}{
+		{0, DefaultTarget, DefaultInterval},
+		{100e6, DefaultTarget, DefaultInterval},
+		{10e6, DefaultTarget, DefaultInterval}, // 1.82 ms
+		{1e6, 18_168_000, 113_168_000},         // 1514 B = 12.112 ms
+		{100e3, 181_680_000, 363_360_000},      // twice the target
+	} {
+		got := RateTarget(tc.rate, mtu)
+		if got != tc.target {
+			t.Errorf("RateTarget(%d) = %d, want %d", tc.rate, got, tc.target)
+		}
+		if iv := RateInterval(tc.rate, got); iv != tc.interval {
+			t.Errorf("RateInterval(%d) = %d, want %d", tc.rate, iv, tc.interval)
+		}
+	}
+	clk := NewManualClock(1)
+	b := NewBucket(1e6, clk)
+	ptm := mustOverhead(t, "pppoe-ptm")
+	auto := New[*tpkt](Config{Overhead: ptm}, b, clk, &tops{})
+	fixed := New[*tpkt](Config{Target: 3_000_000, Interval: 50_000_000}, b, clk, &tops{})
+	unlimited := New[*tpkt](Config{}, nil, clk, &tops{})
+	wire := ptm.WireLen(mtu)
+	if wire <= mtu {
+		t.Fatalf("pppoe-ptm adds nothing to %d bytes", mtu)
+	}
+	if got, want := auto.Target(), RateTarget(1e6, wire); got != want || got <= 18_168_000 {
+		t.Errorf("1 Mbit/s with pppoe-ptm: target %d, want %d (the frame on the wire, above the bare frame's)", got, want)
+	}
+	if fixed.Target() != 3_000_000 || fixed.Interval() != 50_000_000 {
+		t.Errorf("configured: target %d interval %d", fixed.Target(), fixed.Interval())
+	}
+	if unlimited.Target() != DefaultTarget || unlimited.Interval() != DefaultInterval {
+		t.Errorf("unlimited: target %d interval %d", unlimited.Target(), unlimited.Interval())
+	}
+	b.SetRate(50e6)
+	out := make([]*tpkt, 1)
+	for _, s := range []*FQCoDel[*tpkt]{auto, fixed, unlimited} {
+		s.Dequeue(out)
+	}
+	if auto.Target() != DefaultTarget || auto.Interval() != DefaultInterval {
+		t.Errorf("after SetRate(50 Mbit/s): target %d interval %d, want the defaults", auto.Target(), auto.Interval())
+	}
+	if fixed.Target() != 3_000_000 || fixed.Interval() != 50_000_000 {
+		t.Errorf("configured, after SetRate: target %d interval %d", fixed.Target(), fixed.Interval())
+	}
+}
+
+// TestRateTargetSlowLink: at 1 Mbit/s a flow that keeps three 1000-byte
+// packets queued (a standing queue of two frames, 16 ms, what a TCP
+// window of a few packets leaves on a slow uplink) is above a 5 ms
+// target, so CoDel with fq_codel's fixed target keeps dropping; with the
+// rate's target (18 ms) it drops nothing.
+func TestRateTargetSlowLink(t *testing.T) {
+	const dur = 20_000 * ms
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		drops bool
+	}{
+		{"rate target", Config{NoECN: true}, false},
+		{"fixed 5 ms", Config{NoECN: true, Target: DefaultTarget}, true},
+	} {
+		src := &source{flow: 1, size: 1000, backlog: 3}
+		sm := newSim(tc.cfg, 1e6, src)
+		sm.run(dur)
+		st := sm.s.Stats()
+		got := float64(src.sentBytes*8) / (float64(dur) / 1e9)
+		t.Logf("%s: target %v, %d CoDel drops, %.0f bit/s", tc.name, time.Duration(sm.s.Target()), st.Drops[DropCoDel], got)
+		if (st.Drops[DropCoDel] > 0) != tc.drops {
+			t.Errorf("%s: %d CoDel drops, want drops %v", tc.name, st.Drops[DropCoDel], tc.drops)
+		}
 	}
 }

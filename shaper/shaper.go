@@ -95,6 +95,11 @@ type FQCoDel[T any] struct {
 	// is the rate it was last set for.
 	autoQ bool
 	qRate uint64
+	// target and interval are CoDel's, in use: Config's, or with
+	// Config.Target (Interval) 0 and a rate, RateTarget (RateInterval)
+	// of the rate, followed as the quantum is (autoT, autoI).
+	target, interval int64
+	autoT, autoI     bool
 
 	slots []slot[T]
 	free  int32
@@ -122,24 +127,30 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 		panic(err)
 	}
 	autoQ := cfg.Quantum == 0 && b.Rate() > 0
+	autoT := cfg.Target == 0 && b.Rate() > 0
+	autoI := cfg.Interval == 0 && b.Rate() > 0
 	cfg = cfg.WithDefaults()
 	if clk == nil {
 		clk = MonoClock{}
 	}
 	s := &FQCoDel[T]{
-		ops:     ops,
-		clk:     clk,
-		b:       b,
-		limited: b.Rate() > 0,
-		cfg:     cfg,
-		ecn:     !cfg.NoECN,
-		quantum: int64(cfg.Quantum) << fpBits,
-		mtu:     int64(cfg.Quantum),
-		autoQ:   autoQ,
-		slots:   make([]slot[T], cfg.Limit),
-		flows:   make([]flowQ, cfg.Flows),
-		newL:    flowList{nilIdx, nilIdx},
-		oldL:    flowList{nilIdx, nilIdx},
+		ops:      ops,
+		clk:      clk,
+		b:        b,
+		limited:  b.Rate() > 0,
+		cfg:      cfg,
+		ecn:      !cfg.NoECN,
+		quantum:  int64(cfg.Quantum) << fpBits,
+		mtu:      int64(cfg.Quantum),
+		autoQ:    autoQ,
+		autoT:    autoT,
+		autoI:    autoI,
+		target:   cfg.Target,
+		interval: cfg.Interval,
+		slots:    make([]slot[T], cfg.Limit),
+		flows:    make([]flowQ, cfg.Flows),
+		newL:     flowList{nilIdx, nilIdx},
+		oldL:     flowList{nilIdx, nilIdx},
 	}
 	if s.limited {
 		s.l = b.NewLessee()
@@ -158,9 +169,18 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 	return s
 }
 
-// Config returns the configuration in use (defaults applied; Quantum is
-// DefaultQuantum where the quantum follows the rate: see Quantum).
+// Config returns the configuration in use (defaults applied; Quantum,
+// Target and Interval are the defaults where they follow the rate: see
+// Quantum, Target and Interval).
 func (s *FQCoDel[T]) Config() Config { return s.cfg }
+
+// Target and Interval return CoDel's target and interval (ns) now in use:
+// Config's, or where Config leaves them 0 under a rate, RateTarget and
+// RateInterval of the rate as of the last Dequeue.
+func (s *FQCoDel[T]) Target() int64 { return s.target }
+
+// Interval: see Target.
+func (s *FQCoDel[T]) Interval() int64 { return s.interval }
 
 // Quantum returns the DRR quantum in bytes now in use: Config.Quantum, or
 // with Config.Quantum 0 and a rate, RateQuantum of the rate as of the last
@@ -170,12 +190,23 @@ func (s *FQCoDel[T]) Quantum() int { return int(s.quantum >> fpBits) }
 // followRate sets the quantum from the bucket's rate when it follows it
 // (SetRate may have changed the rate). Flows keep the deficit they have.
 func (s *FQCoDel[T]) followRate() {
-	if !s.autoQ {
+	if !s.autoQ && !s.autoT && !s.autoI {
 		return
 	}
-	if r := s.b.Rate(); r != s.qRate {
-		s.qRate = r
+	r := s.b.Rate()
+	if r == s.qRate {
+		return
+	}
+	s.qRate = r
+	if s.autoQ {
 		s.quantum = int64(RateQuantum(r)) << fpBits
+	}
+	mtu := s.cfg.Overhead.WireLen(DefaultQuantum)
+	if s.autoT {
+		s.target = RateTarget(r, mtu)
+	}
+	if s.autoI {
+		s.interval = RateInterval(r, s.target)
 	}
 }
 
@@ -391,19 +422,19 @@ func (s *FQCoDel[T]) shouldDrop(idx int32, now int64, cv *codelVars) bool {
 		cv.firstAbove = 0
 		return false
 	}
-	if now-s.slots[idx].ts < s.cfg.Target || s.mem <= s.mtu {
+	if now-s.slots[idx].ts < s.target || s.mem <= s.mtu {
 		cv.firstAbove = 0
 		return false
 	}
 	if cv.firstAbove == 0 {
-		cv.firstAbove = now + s.cfg.Interval
+		cv.firstAbove = now + s.interval
 		return false
 	}
 	return now >= cv.firstAbove
 }
 
 func (s *FQCoDel[T]) controlLaw(t int64, count uint32) int64 {
-	return t + int64(float64(s.cfg.Interval)/math.Sqrt(float64(count)))
+	return t + int64(float64(s.interval)/math.Sqrt(float64(count)))
 }
 
 // codelDequeue is RFC 8289's dequeue on flow f: it returns the slot of the
@@ -449,7 +480,7 @@ func (s *FQCoDel[T]) codelDequeue(f *flowQ, now int64) int32 {
 		}
 		cv.dropping = true
 		delta := cv.count - cv.lastCount
-		if delta > 1 && delta < 1<<31 && now-cv.dropNext < 16*s.cfg.Interval {
+		if delta > 1 && delta < 1<<31 && now-cv.dropNext < 16*s.interval {
 			cv.count = delta
 		} else {
 			cv.count = 1
