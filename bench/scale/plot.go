@@ -25,6 +25,9 @@ const (
 	// PlotStages: the reference configuration's ns per packet by stage
 	// against workers (with stage costs only).
 	PlotStages = "scale-stages"
+	// PlotSpeedup: Point.Speedup against workers, beside linear scaling
+	// (where the sweep has 1-worker points).
+	PlotSpeedup = "scale-speedup"
 )
 
 // Plot writes the report's figures into dir as PNG and SVG and returns
@@ -95,6 +98,14 @@ func Plot(r *Report, dir string) ([]string, error) {
 		}
 	}
 
+	if p, err := speedupPlot(gs, sub, maxW, len(steers) > 1); err != nil {
+		return nil, err
+	} else if p != nil {
+		if err := save(p, PlotSpeedup); err != nil {
+			return nil, err
+		}
+	}
+
 	ref := reference(gs)
 	if ref != nil {
 		p, err := cpuPlot(ref)
@@ -133,6 +144,46 @@ func Plot(r *Report, dir string) ([]string, error) {
 		}
 	}
 	return files, nil
+}
+
+// speedupPlot draws each configuration's speedup over its 1-worker point
+// against workers, with the line of linear scaling; nil when no point
+// has a speedup.
+func speedupPlot(gs []*group, sub string, maxW int, steerInLabel bool) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Speedup over 1 worker, median of paired rounds (" + sub + ")"
+	p.X.Label.Text = "workers"
+	p.Y.Label.Text = "speedup"
+	p.X.Min, p.X.Max, p.Y.Min = 0.5, float64(maxW)+0.5, 0
+	p.X.Tick.Marker = intTicks{}
+	p.Legend.Top, p.Legend.Left = true, true
+	drawn := false
+	for i, g := range gs {
+		var pts plotter.XYs
+		for _, pt := range g.points {
+			if pt.OK() && pt.Speedup > 0 {
+				pts = append(pts, plotter.XY{X: float64(pt.Workers), Y: pt.Speedup})
+			}
+		}
+		if len(pts) < 2 {
+			continue
+		}
+		drawn = true
+		if err := addLine(p, g.label(steerInLabel), i, pts); err != nil {
+			return nil, err
+		}
+	}
+	if !drawn {
+		return nil, nil
+	}
+	ideal, err := plotter.NewLine(plotter.XYs{{X: 1, Y: 1}, {X: float64(maxW), Y: float64(maxW)}})
+	if err != nil {
+		return nil, err
+	}
+	ideal.Color, ideal.Dashes = color.Gray{Y: 128}, []vg.Length{vg.Points(2), vg.Points(2)}
+	p.Add(ideal)
+	p.Legend.Add("linear", ideal)
+	return p, nil
 }
 
 // cpuPlot stacks each thread's steering, work and off-CPU shares of the

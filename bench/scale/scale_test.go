@@ -370,8 +370,8 @@ func TestCSVAndPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 8 { // no stage costs in these points: no stage figure
-		t.Errorf("wrote %v, want 4 figures as PNG and SVG", files)
+	if len(files) != 10 { // no stage costs in these points: no stage figure
+		t.Errorf("wrote %v, want 5 figures as PNG and SVG", files)
 	}
 	CheckPlots(t, dir, true, "flows=100 size=64 steer=inline", "flows=10000 size=64 steer=thread", "flows=10000 size=64 steer=local")
 	// Without a model there is no model figure.
@@ -382,6 +382,18 @@ func TestCSVAndPlots(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, PlotModel+".png")); !os.IsNotExist(err) {
 		t.Errorf("model figure without a model: %v", err)
+	}
+	// Without 1-worker points there is no speedup and no speedup figure.
+	two, err := Sweep(Options{Workers: []int{2}, Flows: []int{100}, Sizes: []string{"64"}, Run: fakeRun(fakeMpps)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	if _, err := Plot(&Report{Bench: "scale", Machine: m, Points: two}, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PlotSpeedup+".png")); !os.IsNotExist(err) {
+		t.Errorf("speedup figure without 1-worker points: %v", err)
 	}
 	if _, err := Plot(&Report{Points: []Point{{Error: "x"}}}, t.TempDir()); err == nil {
 		t.Error("plotted nothing without an error")
@@ -449,7 +461,7 @@ func checkCSV(t *testing.T, rows [][]string, points int) {
 // parts of the CPU split).
 func CheckPlots(t *testing.T, dir string, model bool, labels ...string) {
 	t.Helper()
-	names := []string{PlotMpps, PlotNsPkt, PlotCPU}
+	names := []string{PlotMpps, PlotNsPkt, PlotCPU, PlotSpeedup}
 	if model {
 		names = append(names, PlotModel)
 	}
@@ -476,6 +488,8 @@ func CheckPlots(t *testing.T, dir string, model bool, labels ...string) {
 			want = []string{"steering", "work", "off-CPU", "n=2 w1"}
 		case PlotModel:
 			want = []string{"measured (this machine)", "model: Celeron J4105 base", "1GbE line rate"}
+		case PlotSpeedup:
+			want = append(append([]string(nil), labels...), "linear")
 		}
 		if !bytes.Contains(svg, []byte("<svg")) {
 			t.Errorf("%s.svg is no SVG", n)
