@@ -93,6 +93,7 @@ func Plot(r *Report, dir string) ([]string, error) {
 				return nil, err
 			}
 		}
+		legendBeside(p, len(gs), maxW)
 		if err := save(p, fig.name); err != nil {
 			return nil, err
 		}
@@ -183,6 +184,7 @@ func speedupPlot(gs []*group, sub string, maxW int, steerInLabel bool) (*plot.Pl
 	ideal.Color, ideal.Dashes = color.Gray{Y: 128}, []vg.Length{vg.Points(2), vg.Points(2)}
 	p.Add(ideal)
 	p.Legend.Add("linear", ideal)
+	legendBeside(p, len(gs)+1, maxW)
 	return p, nil
 }
 
@@ -395,10 +397,13 @@ func addLine(p *plot.Plot, name string, i int, pts plotter.XYs) error {
 }
 
 // intTicks marks every integer of the axis (every second, fifth, ... when
-// they would crowd).
-type intTicks struct{}
+// they would crowd), up to max when it is set.
+type intTicks struct{ max int }
 
-func (intTicks) Ticks(lo, hi float64) []plot.Tick {
+func (it intTicks) Ticks(lo, hi float64) []plot.Tick {
+	if it.max > 0 {
+		hi = min(hi, float64(it.max))
+	}
 	step := 1
 	for (hi-lo)/float64(step) > 16 {
 		step *= 2
@@ -415,6 +420,20 @@ func (intTicks) Ticks(lo, hi float64) []plot.Tick {
 		out = append(out, t)
 	}
 	return out
+}
+
+// legendBeside puts a line plot's legend to the right of its data, in a
+// strip the x axis leaves without ticks, when it has more entries than
+// fit over the data (a sweep's 27 configurations).
+func legendBeside(p *plot.Plot, entries, maxW int) {
+	if entries <= 8 {
+		return
+	}
+	p.Legend.Top, p.Legend.Left = true, false
+	p.Legend.TextStyle.Font.Size = vg.Points(7)
+	p.Legend.ThumbnailWidth = vg.Points(16)
+	p.X.Max = float64(maxW) + 0.5 + 0.9*(float64(maxW)-0.5)
+	p.X.Tick.Marker = intTicks{max: maxW}
 }
 
 // sizeLabel names a size spec for a legend: "64 B", "imix".
