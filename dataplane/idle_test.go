@@ -11,6 +11,7 @@ import (
 
 	"github.com/pppfwd/pppfwd/nic"
 	"github.com/pppfwd/pppfwd/nic/memport"
+	"github.com/pppfwd/pppfwd/shaper"
 )
 
 // pollPort is a memport whose queues can be waited on: Inject rings the
@@ -267,5 +268,47 @@ func TestIdlerDrowsesBeforeSleep(t *testing.T) {
 		if mode != PollBusy && n == 0 {
 			t.Fatalf("%v: the worker slept without Drowse", mode)
 		}
+	}
+}
+
+// TestSleepingWorkerHoldsNoCredit: a worker whose shaped queue ran dry
+// keeps its lease's leftover credit while it polls (shaper.CreditKeep)
+// and hands it back before it sleeps, so an idle worker holds none of
+// the rate: after one small frame and a sleep the bucket is back to
+// where the frame alone put it, not a whole chunk ahead.
+func TestSleepingWorkerHoldsNoCredit(t *testing.T) {
+	lan, wan := newPollPort(t, "lan", 1), newPollPort(t, "wan", 1)
+	const now = int64(10_000_000_000)
+	clk := shaper.NewManualClock(now) // stands still: the bucket's arithmetic is exact
+	cfg := Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Clock: clk}
+	cfg.Up.Rate = 1e9 // a 25000-byte chunk, 200 us of rate
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetSession(testSession())
+	e.SetNeighbor(hostIP, hostMAC)
+	var sent atomic.Int64
+	wan.Sink(0, func(int, *nic.Frame) { sent.Add(1) })
+	e.Start()
+	defer e.Stop()
+	time.Sleep(20 * time.Millisecond)
+	lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: ip4(198, 51, 100, 9), sport: 1000, dport: 53,
+		proto: layers.IPProtocolUDP, payload: 72}))
+	deadline := time.Now().Add(2 * time.Second)
+	for (sent.Load() < 1 || !e.wakers[0].sleeping.Load()) && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Microsecond)
+	}
+	if sent.Load() != 1 || !e.wakers[0].sleeping.Load() {
+		t.Fatalf("sent %d, asleep %v", sent.Load(), e.wakers[0].sleeping.Load())
+	}
+	// The bucket starts at now (NewBucket); the lease moved it a chunk
+	// ahead (200 us); the leftover handed back leaves the frame's time
+	// alone (about 1 ns per byte at 1 Gbit/s).
+	if got := e.upBucket.Ready(); got-now > 10_000 {
+		t.Errorf("asleep, the bucket stands %d ns ahead of now (a chunk's lease: 200000): the worker kept its credit", got-now)
+	} else if got-now <= 0 {
+		t.Errorf("the bucket stands %d ns ahead of now: the frame was not charged", got-now)
 	}
 }

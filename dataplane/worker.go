@@ -184,6 +184,17 @@ func (w *Worker) Counters() Counters {
 	return w.pub.load()
 }
 
+// releaseCredit hands back the credit the shapers' empty queues keep
+// (shaper.CreditKeep): a sleeping worker holds none of the rate.
+func (w *Worker) releaseCredit() {
+	if w.up != nil {
+		w.up.ReleaseCredit()
+	}
+	if w.down != nil {
+		w.down.ReleaseCredit()
+	}
+}
+
 // loop runs the worker on the calling thread (locked and pinned by the
 // engine, with its realtime Policy rt or nil) until stop is set; ready is
 // called once it is about to loop.
@@ -196,7 +207,10 @@ func (w *Worker) loop(stop *atomic.Bool, rt *pin.Policy, ready func()) {
 	wanF, _ := w.cfg.WAN.(nic.Flusher)
 	d := w.idler()
 	d.rt = rt
-	d.beforeSleep = func() { w.publish(cpu0, true) }
+	d.beforeSleep = func() {
+		w.releaseCredit()
+		w.publish(cpu0, true)
+	}
 	ready()
 	for iter := uint(0); !stop.Load(); iter++ {
 		// After an empty poll, poll again only when a source has work

@@ -134,10 +134,11 @@ func (b *Bucket) Rate() uint64 {
 }
 
 // SetRate changes the rate (bits per second) while workers lease; the
-// lease size follows it. Credit already granted stays granted; credit a
-// worker hands back after the change is priced at the new rate, so right
-// after a cut the bucket may give out up to its burst (DefaultBurst, 1 ms)
-// more than the new rate allows. A bucket
+// lease size follows it. Credit already granted stays granted; an
+// FQCoDel drops credit it leased before the change rather than hand it
+// back, and credit handed back through Lessee.Return after the change is
+// priced at the new rate, so right after a cut the bucket may give out up
+// to its burst (DefaultBurst, 1 ms) more than the new rate allows. A bucket
 // made with rate 0 is not used by the shapers (they run unlimited), so
 // setting a rate on it changes nothing; SetRate(0) on a limited bucket
 // lets everything through.

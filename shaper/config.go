@@ -42,12 +42,13 @@ func RateQuantum(rateBits uint64) int {
 }
 
 // RateTarget is the CoDel target of a shaper whose Config leaves Target 0,
-// at rateBits bits per second with full-size frames of mtuWire bytes on
-// the wire: CAKE's choice, DefaultTarget or one and a half frames'
+// at rateBits bits per second with full-size packets of mtuWire bytes on
+// the wire: CAKE's choice, DefaultTarget or one and a half packets'
 // transmission time, whichever is longer; DefaultTarget when unlimited.
-// Below about 3.6 Mbit/s one frame takes longer than 5 ms to send, so a
-// packet queued behind a single other one would always be above a 5 ms
-// target and CoDel would keep dropping from a link it cannot fill.
+// Below about 3.6 Mbit/s one and a half full-size packets take longer
+// than 5 ms to send (one alone below about 2.4 Mbit/s), so a packet
+// queued behind one or two others would always be above a 5 ms target
+// and CoDel would keep dropping from a link it cannot fill.
 func RateTarget(rateBits uint64, mtuWire int) int64 {
 	if rateBits == 0 {
 		return DefaultTarget
@@ -56,9 +57,11 @@ func RateTarget(rateBits uint64, mtuWire int) int64 {
 	return max(DefaultTarget, int64(math.Min(frame*3/2, math.MaxInt64/4)))
 }
 
-// RateInterval is the CoDel interval that goes with target where Config
-// leaves Interval 0: CAKE's, DefaultInterval grown by what target grew
-// beyond DefaultTarget, and at least twice target.
+// RateInterval is the CoDel interval that goes with a rate's target
+// (RateTarget) where Config leaves both Target and Interval 0: CAKE's,
+// DefaultInterval grown by what the target grew beyond DefaultTarget, and
+// at least twice the target. A configured target keeps the configured or
+// default interval.
 func RateInterval(rateBits uint64, target int64) int64 {
 	if rateBits == 0 {
 		return DefaultInterval

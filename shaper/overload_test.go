@@ -429,21 +429,21 @@ func TestLimitDropRaisesCount(t *testing.T) {
 
 // TestRateTarget: under a rate, a shaper whose Config leaves Target and
 // Interval 0 takes CAKE's: the target grows to one and a half full-size
-// frames' transmission time where that exceeds 5 ms, the interval with
-// it, both following SetRate; a configured target or interval stays.
+// packets' transmission time where that exceeds 5 ms, the interval with
+// it, both following SetRate; a configured target or interval stays, and
+// a configured target alone keeps the default interval.
 func TestRateTarget(t *testing.T) {
-	const mtu = DefaultQuantum
 	for _, tc := range []struct {
 		rate             uint64
 		target, interval int64
 	}{
 		{0, DefaultTarget, DefaultInterval},
 		{100e6, DefaultTarget, DefaultInterval},
-		{10e6, DefaultTarget, DefaultInterval}, // 1.82 ms
-		{1e6, 18_168_000, 113_168_000},         // 1514 B = 12.112 ms
-		{100e3, 181_680_000, 363_360_000},      // twice the target
+		{10e6, DefaultTarget, DefaultInterval}, // 1.8 ms
+		{1e6, 18_000_000, 113_000_000},         // 1500 B = 12 ms
+		{100e3, 180_000_000, 360_000_000},      // twice the target
 	} {
-		got := RateTarget(tc.rate, mtu)
+		got := RateTarget(tc.rate, FullPacket)
 		if got != tc.target {
 			t.Errorf("RateTarget(%d) = %d, want %d", tc.rate, got, tc.target)
 		}
@@ -456,30 +456,46 @@ func TestRateTarget(t *testing.T) {
 	ptm := mustOverhead(t, "pppoe-ptm")
 	auto := New[*tpkt](Config{Overhead: ptm}, b, clk, &tops{})
 	fixed := New[*tpkt](Config{Target: 3_000_000, Interval: 50_000_000}, b, clk, &tops{})
+	targetOnly := New[*tpkt](Config{Target: 3_000_000}, b, clk, &tops{})
 	unlimited := New[*tpkt](Config{}, nil, clk, &tops{})
-	wire := ptm.WireLen(mtu)
-	if wire <= mtu {
-		t.Fatalf("pppoe-ptm adds nothing to %d bytes", mtu)
+	wire := ptm.WireLen(FullPacket)
+	if wire <= FullPacket {
+		t.Fatalf("pppoe-ptm adds nothing to %d bytes", FullPacket)
 	}
-	if got, want := auto.Target(), RateTarget(1e6, wire); got != want || got <= 18_168_000 {
-		t.Errorf("1 Mbit/s with pppoe-ptm: target %d, want %d (the frame on the wire, above the bare frame's)", got, want)
+	want := RateTarget(1e6, wire)
+	if got := auto.Target(); got != want || got <= 18_000_000 {
+		t.Errorf("1 Mbit/s with pppoe-ptm: target %d, want %d (the packet on the wire, above the bare packet's)", got, want)
 	}
-	if fixed.Target() != 3_000_000 || fixed.Interval() != 50_000_000 {
-		t.Errorf("configured: target %d interval %d", fixed.Target(), fixed.Interval())
+	if got, want := auto.Interval(), DefaultInterval+want-DefaultTarget; got != want {
+		t.Errorf("1 Mbit/s with pppoe-ptm: interval %d, want %d", got, want)
 	}
-	if unlimited.Target() != DefaultTarget || unlimited.Interval() != DefaultInterval {
-		t.Errorf("unlimited: target %d interval %d", unlimited.Target(), unlimited.Interval())
+	check := func(when string) {
+		t.Helper()
+		if fixed.Target() != 3_000_000 || fixed.Interval() != 50_000_000 {
+			t.Errorf("%s: configured: target %d interval %d", when, fixed.Target(), fixed.Interval())
+		}
+		if targetOnly.Target() != 3_000_000 || targetOnly.Interval() != DefaultInterval {
+			t.Errorf("%s: target alone configured: target %d interval %d, want 3 ms and the default", when, targetOnly.Target(), targetOnly.Interval())
+		}
+		if unlimited.Target() != DefaultTarget || unlimited.Interval() != DefaultInterval {
+			t.Errorf("%s: unlimited: target %d interval %d", when, unlimited.Target(), unlimited.Interval())
+		}
 	}
-	b.SetRate(50e6)
+	check("new")
 	out := make([]*tpkt, 1)
-	for _, s := range []*FQCoDel[*tpkt]{auto, fixed, unlimited} {
-		s.Dequeue(out)
+	for _, rate := range []uint64{50e6, 2e6} {
+		b.SetRate(rate)
+		for _, s := range []*FQCoDel[*tpkt]{auto, fixed, targetOnly, unlimited} {
+			s.Dequeue(out)
+		}
+		tg := RateTarget(rate, wire)
+		if auto.Target() != tg || auto.Interval() != RateInterval(rate, tg) {
+			t.Errorf("after SetRate(%d): target %d interval %d, want %d and %d", rate, auto.Target(), auto.Interval(), tg, RateInterval(rate, tg))
+		}
+		check(fmt.Sprintf("after SetRate(%d)", rate))
 	}
-	if auto.Target() != DefaultTarget || auto.Interval() != DefaultInterval {
-		t.Errorf("after SetRate(50 Mbit/s): target %d interval %d, want the defaults", auto.Target(), auto.Interval())
-	}
-	if fixed.Target() != 3_000_000 || fixed.Interval() != 50_000_000 {
-		t.Errorf("configured, after SetRate: target %d interval %d", fixed.Target(), fixed.Interval())
+	if auto.Target() == DefaultTarget || auto.Interval() == DefaultInterval {
+		t.Errorf("at 2 Mbit/s the target (%d) and interval (%d) did not grow", auto.Target(), auto.Interval())
 	}
 }
 

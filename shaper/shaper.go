@@ -108,12 +108,15 @@ type FQCoDel[T any] struct {
 	newL  flowList
 	oldL  flowList
 
-	qlen    int
-	mem     int64
-	credit  int64 // leased bytes not yet spent
-	leased  int64 // when credit was last leased
-	blocked bool  // the last Dequeue stopped for lack of credit
-	since   int64 // when the queue last went from empty to not (valid while qlen > 0)
+	qlen   int
+	mem    int64
+	credit int64 // leased bytes not yet spent
+	leased int64 // when credit was last leased
+	// leasedAt are the bucket's parameters the credit was priced at:
+	// credit of another rate is dropped, not returned (returnCredit).
+	leasedAt *bucketParams
+	blocked  bool  // the last Dequeue stopped for lack of credit
+	since    int64 // when the queue last went from empty to not (valid while qlen > 0)
 
 	stats Stats
 }
@@ -128,7 +131,7 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 	}
 	autoQ := cfg.Quantum == 0 && b.Rate() > 0
 	autoT := cfg.Target == 0 && b.Rate() > 0
-	autoI := cfg.Interval == 0 && b.Rate() > 0
+	autoI := cfg.Interval == 0 && autoT
 	cfg = cfg.WithDefaults()
 	if clk == nil {
 		clk = MonoClock{}
@@ -201,7 +204,7 @@ func (s *FQCoDel[T]) followRate() {
 	if s.autoQ {
 		s.quantum = int64(RateQuantum(r)) << fpBits
 	}
-	mtu := s.cfg.Overhead.WireLen(DefaultQuantum)
+	mtu := s.cfg.Overhead.WireLen(FullPacket)
 	if s.autoT {
 		s.target = RateTarget(r, mtu)
 	}
@@ -499,7 +502,7 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 	n := 0
 	s.blocked = false
 	s.followRate()
-	if s.credit > 0 && now-s.leased > CreditKeep {
+	if s.credit > 0 && (now-s.leased > CreditKeep || s.b.p.Load() != s.leasedAt) {
 		s.returnCredit()
 	}
 	for n < len(out) {
@@ -512,6 +515,7 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 			if w := int64(s.slots[f.head].wire); s.credit < w {
 				// The queue has waited on the rate since it
 				// filled: a late worker catches up on that time.
+				p := s.b.p.Load() // before the lease: a rate set meanwhile drops the credit
 				g, _ := s.l.LeaseWaiting(now, w-s.credit, s.since)
 				if g == 0 {
 					s.blocked = true
@@ -519,7 +523,7 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 					break
 				}
 				s.credit += g
-				s.leased = now
+				s.leased, s.leasedAt = now, p
 				s.stats.Leases++
 			}
 		}
@@ -576,18 +580,37 @@ func (s *FQCoDel[T]) Flush() {
 }
 
 // CreditKeep is how long a scheduler keeps leased credit it has not
-// spent: older credit goes back to the bucket at the next Dequeue before
-// the queue may use it. A queue that runs dry keeps fresh credit, so
-// packets leave at most CreditKeep after the bytes they spend were
-// granted, beyond the bucket's own burst: at most one chunk (MaxChunk, or
-// CreditKeep of the rate if less) per scheduler.
+// spent while its worker polls: older credit goes back to the bucket at
+// the next Dequeue before the queue may use it, and a worker about to
+// sleep hands back what its empty queues keep (ReleaseCredit). So a
+// queue that runs dry every batch leases once per chunk, and packets
+// leave at most CreditKeep after the bytes they spend were granted,
+// beyond the bucket's own burst: at most one lease per scheduler (the
+// chunk, or the packet that asked for more).
 const CreditKeep = 200_000
 
-// returnCredit hands back the credit not yet spent.
+// FullPacket is the IP length of a full-size packet, whose time on the
+// wire sets RateTarget.
+const FullPacket = 1500
+
+// returnCredit hands back the credit not yet spent; credit priced at
+// other bucket parameters (SetRate, SetChunk since the lease) is dropped
+// instead, so that it is never returned at a rate it was not granted at.
 func (s *FQCoDel[T]) returnCredit() {
 	if s.credit > 0 {
-		s.l.Return(s.credit)
+		if s.b.p.Load() == s.leasedAt {
+			s.l.Return(s.credit)
+		}
 		s.credit = 0
+	}
+}
+
+// ReleaseCredit hands back the credit an empty queue keeps (see
+// CreditKeep): for a worker about to sleep, so that an idle worker holds
+// no credit. A queue with packets keeps its partial credit.
+func (s *FQCoDel[T]) ReleaseCredit() {
+	if s.qlen == 0 {
+		s.returnCredit()
 	}
 }
 

@@ -360,19 +360,25 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // TestCreditKept: a queue that runs dry keeps the rest of a fresh lease
-// for its next packets (no lease per batch), hands it back once it is
-// older than CreditKeep, and leaves the busy lessees when it runs dry
-// either way, so that another scheduler on the bucket is not held back.
+// for its next packets (no lease per batch) and leaves the busy lessees
+// each time; credit older than CreditKeep goes back before a queued
+// packet may use it; ReleaseCredit hands back an empty queue's credit
+// and leaves a backlogged queue's; credit leased before SetRate is
+// dropped, not handed back at the new rate.
 func TestCreditKept(t *testing.T) {
 	clk := NewManualClock(1_000_000_000)
 	b := NewBucket(8e6, clk) // 1 byte per us
 	b.SetChunk(1000)
 	s := New[*tpkt](Config{}, b, clk, &tops{})
-	other := New[*tpkt](Config{}, b, clk, &tops{})
 	out := make([]*tpkt, 8)
 	send := func(size int) int {
+		t.Helper()
 		s.Enqueue(&tpkt{size: size}, 1, 0)
-		return s.Dequeue(out)
+		n := s.Dequeue(out)
+		if s.l.busy || s.l.slot.busy.Load() {
+			t.Errorf("a queue that ran dry is still a busy lessee")
+		}
+		return n
 	}
 	if n := send(100); n != 1 {
 		t.Fatalf("dequeued %d, want 1", n)
@@ -380,9 +386,6 @@ func TestCreditKept(t *testing.T) {
 	leases, ready := s.Stats().Leases, b.Ready()
 	if leases != 1 {
 		t.Fatalf("%d leases for the first packet", leases)
-	}
-	if s.l.busy {
-		t.Error("a queue that ran dry is still a busy lessee")
 	}
 	// 900 bytes of credit left: the next packets spend it, no lease.
 	clk.Advance(CreditKeep / 2)
@@ -397,23 +400,65 @@ func TestCreditKept(t *testing.T) {
 	if r := b.Ready(); r != ready {
 		t.Errorf("bucket moved %d ns while the credit was spent", r-ready)
 	}
-	// 100 bytes left; once older than CreditKeep they go back before
-	// the queue may use them.
+	// 100 bytes left, enough for a 100-byte packet; older than
+	// CreditKeep they go back first, and the packet waits for a lease
+	// the bucket cannot grant yet.
+	s.Enqueue(&tpkt{size: 100}, 1, 0)
 	clk.Advance(CreditKeep)
 	if n := s.Dequeue(out); n != 0 {
-		t.Fatalf("dequeued %d from an empty queue", n)
+		t.Errorf("dequeued %d on stale credit", n)
 	}
 	if d := ready - b.Ready(); d != 100_000 {
 		t.Errorf("stale credit: bucket moved back %d ns, want 100000 (100 bytes)", d)
 	}
 	clk.Set(b.Ready())
-	if n := send(100); n != 1 || s.Stats().Leases != leases+1 {
-		t.Errorf("after the stale credit went back: dequeued %d, %d leases, want 1 and %d", n, s.Stats().Leases, leases+1)
+	if n := s.Dequeue(out); n != 1 || s.Stats().Leases != leases+1 {
+		t.Errorf("once the bucket allowed: dequeued %d, %d leases, want 1 and %d", n, s.Stats().Leases, leases+1)
 	}
-	// The other scheduler gets the whole rate: this one is not busy.
-	other.Enqueue(&tpkt{size: 100}, 2, 0)
-	clk.Advance(2_000_000)
-	if n := other.Dequeue(out); n != 1 {
-		t.Errorf("the other scheduler dequeued %d, want 1", n)
+
+	// 900 bytes kept; a backlogged queue keeps them through
+	// ReleaseCredit, an empty one hands them back.
+	s.Enqueue(&tpkt{size: 2000}, 1, 0)
+	ready = b.Ready()
+	s.ReleaseCredit()
+	if r := b.Ready(); r != ready {
+		t.Errorf("ReleaseCredit with a packet queued moved the bucket %d ns", r-ready)
+	}
+	s.Flush()
+	ready = b.Ready()
+	s.ReleaseCredit()
+	if r := b.Ready(); r != ready {
+		t.Errorf("ReleaseCredit after Flush (credit already returned) moved the bucket %d ns", r-ready)
+	}
+	clk.Set(b.Ready())
+	if n := send(100); n != 1 {
+		t.Fatalf("dequeued %d", n)
+	}
+	ready = b.Ready()
+	s.ReleaseCredit()
+	if d := ready - b.Ready(); d != 900_000 {
+		t.Errorf("ReleaseCredit on an empty queue: bucket moved back %d ns, want 900000 (900 bytes)", d)
+	}
+
+	// Credit leased at 8 Mbit/s, rate cut to 4: dropped, the bucket
+	// not moved back, and the next packet needs a lease.
+	clk.Set(b.Ready())
+	if n := send(100); n != 1 {
+		t.Fatalf("dequeued %d", n)
+	}
+	leases = s.Stats().Leases
+	b.SetRate(4e6)
+	b.SetChunk(1000)
+	ready = b.Ready()
+	s.Enqueue(&tpkt{size: 100}, 1, 0)
+	if n := s.Dequeue(out); n != 0 {
+		t.Errorf("after SetRate: dequeued %d on credit of the old rate", n)
+	}
+	if r := b.Ready(); r != ready {
+		t.Errorf("credit of the old rate handed back: bucket moved %d ns", r-ready)
+	}
+	clk.Set(b.Ready())
+	if n := s.Dequeue(out); n != 1 || s.Stats().Leases != leases+1 {
+		t.Errorf("after SetRate: dequeued %d with %d leases, want 1 with %d", n, s.Stats().Leases, leases+1)
 	}
 }
