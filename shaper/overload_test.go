@@ -525,3 +525,30 @@ func TestRateTargetSlowLink(t *testing.T) {
 		}
 	}
 }
+
+// TestRateIntervalSchedulesDrops: CoDel's first drop comes an interval
+// after a flow's sojourn first exceeds the target, and under a rate the
+// interval is the followed one: at 1 Mbit/s (target 18 ms, interval
+// 113 ms) a flow keeping four full-size packets queued first exceeds the
+// target with its third packet, 24 ms in, and loses its first packet
+// 113 ms later, not 100.
+func TestRateIntervalSchedulesDrops(t *testing.T) {
+	src := &source{flow: 1, size: 1500, backlog: 4}
+	sm := newSim(Config{NoECN: true}, 1e6, src)
+	start := sm.clk.Now()
+	first := int64(-1)
+	prev := sm.ops.onDrop
+	sm.ops.onDrop = func(p *tpkt) {
+		if first < 0 {
+			first = sm.clk.Now() - start
+		}
+		prev(p)
+	}
+	sm.run(start + 400*ms)
+	if iv := sm.s.Interval(); iv != 113_000_000 {
+		t.Fatalf("interval %d, want 113 ms", iv)
+	}
+	if first < 24*ms+113*ms || first > 24*ms+113*ms+13*ms {
+		t.Errorf("first CoDel drop %v in, want 137-150 ms (24 ms above target, then the 113 ms interval and a packet's time)", time.Duration(first))
+	}
+}
