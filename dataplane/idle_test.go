@@ -183,6 +183,29 @@ func TestIdlerSpinBudget(t *testing.T) {
 	}
 }
 
+// startShaped starts one worker on pollable ports with cfg's Poll and
+// Clock and the uplink shaped at rate, the session up and the LAN host
+// known; it returns the engine (the caller stops it), the LAN port to
+// inject into and the count of frames the WAN sent.
+func startShaped(t *testing.T, cfg Config, rate uint64) (*Engine, *pollPort, *atomic.Int64) {
+	t.Helper()
+	lan, wan := newPollPort(t, "lan", 1), newPollPort(t, "wan", 1)
+	cfg = Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Poll: cfg.Poll, Clock: cfg.Clock}
+	cfg.Up.Rate = rate
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetSession(testSession())
+	e.SetNeighbor(hostIP, hostMAC)
+	sent := new(atomic.Int64)
+	wan.Sink(0, func(int, *nic.Frame) { sent.Add(1) })
+	e.Start()
+	time.Sleep(20 * time.Millisecond)
+	return e, lan, sent
+}
+
 // TestShapedBacklogDrainsAsleep: a worker whose ports can be waited on,
 // holding a shaped backlog and receiving nothing more, sleeps until each
 // release and then polls: the backlog leaves at the rate without a new
@@ -197,21 +220,8 @@ func TestShapedBacklogDrainsAsleep(t *testing.T) {
 	)
 	for _, mode := range []PollMode{PollAdaptive, PollBlock, PollBusy} {
 		t.Run(mode.String(), func(t *testing.T) {
-			lan, wan := newPollPort(t, "lan", 1), newPollPort(t, "wan", 1)
-			cfg := Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
-				RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Poll: mode}
-			cfg.Up.Rate = rate
-			e, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.SetSession(testSession())
-			e.SetNeighbor(hostIP, hostMAC)
-			var sent atomic.Int64
-			wan.Sink(0, func(int, *nic.Frame) { sent.Add(1) })
-			e.Start()
+			e, lan, sent := startShaped(t, Config{Poll: mode}, rate)
 			defer e.Stop()
-			time.Sleep(20 * time.Millisecond)
 			for i := 0; i < frames; i++ {
 				lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: ip4(198, 51, 100, 9), sport: 1000, dport: 53,
 					proto: layers.IPProtocolUDP, payload: ipLen - 28}))
@@ -277,23 +287,11 @@ func TestIdlerDrowsesBeforeSleep(t *testing.T) {
 // the rate: after one small frame and a sleep the bucket is back to
 // where the frame alone put it, not a whole chunk ahead.
 func TestSleepingWorkerHoldsNoCredit(t *testing.T) {
-	lan, wan := newPollPort(t, "lan", 1), newPollPort(t, "wan", 1)
 	const now = int64(10_000_000_000)
 	clk := shaper.NewManualClock(now) // stands still: the bucket's arithmetic is exact
-	cfg := Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
-		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Clock: clk}
-	cfg.Up.Rate = 1e9 // a 25000-byte chunk, 200 us of rate
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SetSession(testSession())
-	e.SetNeighbor(hostIP, hostMAC)
-	var sent atomic.Int64
-	wan.Sink(0, func(int, *nic.Frame) { sent.Add(1) })
-	e.Start()
+	// 1 Gbit/s: a 25000-byte chunk, 200 us of rate.
+	e, lan, sent := startShaped(t, Config{Clock: clk}, 1e9)
 	defer e.Stop()
-	time.Sleep(20 * time.Millisecond)
 	lan.Inject(0, lanFrame(t, pkt{src: hostIP, dst: ip4(198, 51, 100, 9), sport: 1000, dport: 53,
 		proto: layers.IPProtocolUDP, payload: 72}))
 	deadline := time.Now().Add(2 * time.Second)
