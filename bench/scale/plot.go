@@ -75,13 +75,7 @@ func Plot(r *Report, dir string) ([]string, error) {
 		{PlotMpps, "Packet rate against workers (" + sub + ")", "Mpps (both directions)", func(p *Point) float64 { return p.Mpps }},
 		{PlotNsPkt, "CPU time per packet against workers (" + sub + ")", "CPU ns/pkt (all threads)", func(p *Point) float64 { return p.CPUNsPerPkt }},
 	} {
-		p := plot.New()
-		p.Title.Text = fig.title
-		p.X.Label.Text = "workers"
-		p.Y.Label.Text = fig.y
-		p.X.Min, p.X.Max, p.Y.Min = 0.5, float64(maxW)+0.5, 0
-		p.X.Tick.Marker = intTicks{}
-		p.Legend.Top, p.Legend.Left = true, true
+		p := workersPlot(fig.title, fig.y, maxW)
 		for i, g := range gs {
 			var pts plotter.XYs
 			for _, pt := range g.points {
@@ -147,17 +141,24 @@ func Plot(r *Report, dir string) ([]string, error) {
 	return files, nil
 }
 
+// workersPlot is an empty figure of a value against workers 1..maxW,
+// from 0 up, its legend top left (legendBeside may move it).
+func workersPlot(title, y string, maxW int) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "workers"
+	p.Y.Label.Text = y
+	p.X.Min, p.X.Max, p.Y.Min = 0.5, float64(maxW)+0.5, 0
+	p.X.Tick.Marker = intTicks{}
+	p.Legend.Top, p.Legend.Left = true, true
+	return p
+}
+
 // speedupPlot draws each configuration's speedup over its 1-worker point
 // against workers, with the line of linear scaling; nil when no point
 // has a speedup.
 func speedupPlot(gs []*group, sub string, maxW int, steerInLabel bool) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "Speedup over 1 worker, median of paired rounds (" + sub + ")"
-	p.X.Label.Text = "workers"
-	p.Y.Label.Text = "speedup"
-	p.X.Min, p.X.Max, p.Y.Min = 0.5, float64(maxW)+0.5, 0
-	p.X.Tick.Marker = intTicks{}
-	p.Legend.Top, p.Legend.Left = true, true
+	p := workersPlot("Speedup over 1 worker, median of paired rounds ("+sub+")", "speedup", maxW)
 	drawn := false
 	for i, g := range gs {
 		var pts plotter.XYs
