@@ -13,10 +13,11 @@ import (
 // time t never exceed rate*t plus the one lease that pushed tat past t, and
 // whatever one worker does not take is there for the others.
 //
-// Unused credit is handed back once it is older than CreditKeep (at the
-// worker's next Dequeue), so an idle worker holds at most one chunk, for
-// no longer than that; a queue that runs dry every batch keeps it, and
-// leases once per chunk rather than once per batch.
+// Unused credit stays with a polling worker while younger than
+// CreditKeep, so a queue that runs dry every batch leases once per chunk
+// rather than once per batch; older credit goes back at the worker's next
+// Dequeue, and a worker hands back all it keeps before it sleeps
+// (FQCoDel.ReleaseCredit), so an idle worker holds nothing.
 //
 // Missed time: the bucket cannot tell an idle worker from a late one, so
 // the worker says which (LeaseWaiting). Time in which no worker leased
