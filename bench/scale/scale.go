@@ -205,12 +205,19 @@ func Sweep(o Options) ([]Point, error) {
 	}
 	// Repeated runs go round the whole sweep, so that a change in the
 	// machine's speed during the sweep falls on every point alike
-	// instead of on the points measured while it lasted.
+	// instead of on the points measured while it lasted; every other
+	// round goes backwards, so that a steady drift favours no point
+	// (in a round of two points, the second runs first in the next).
 	runs := make([][]*pipeline.Result, len(combos))
 	errs := make([]string, len(combos))
 	total, k := len(combos)*o.Repeat, 0
 	for r := 0; r < o.Repeat; r++ {
-		for i, c := range combos {
+		for j := range combos {
+			i := j
+			if r%2 == 1 {
+				i = len(combos) - 1 - j
+			}
+			c := combos[i]
 			k++
 			p := point(c)
 			if errs[i] == "" {

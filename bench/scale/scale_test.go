@@ -625,7 +625,8 @@ func TestSweepStages(t *testing.T) {
 }
 
 // TestSweepRoundRobin: repeated runs go round the whole sweep (each
-// point's runs spread over it), and each point is its median run.
+// point's runs spread over it), every other round backwards, and each
+// point is its median run.
 func TestSweepRoundRobin(t *testing.T) {
 	var order []int
 	run := fakeRun(func(o pipeline.Options) float64 {
@@ -637,10 +638,11 @@ func TestSweepRoundRobin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(order) != "[1 2 1 2 1 2]" {
-		t.Fatalf("run order %v, want round after round", order)
+	if fmt.Sprint(order) != "[1 2 2 1 1 2]" {
+		t.Fatalf("run order %v, want round after round, the second backwards", order)
 	}
-	if pts[0].Mpps != 3 || pts[0].MppsMin != 1 || pts[0].MppsMax != 5 || pts[1].Mpps != 4 || pts[1].Runs != 3 {
+	// 1 worker ran 1st, 4th and 5th; 2 workers 2nd, 3rd and 6th.
+	if pts[0].Mpps != 4 || pts[0].MppsMin != 1 || pts[0].MppsMax != 5 || pts[1].Mpps != 3 || pts[1].MppsMax != 6 || pts[1].Runs != 3 {
 		t.Fatalf("points %+v", pts)
 	}
 	if !strings.Contains(prog.String(), "[6/6] round 3/3 workers=2 flows=1 size=64 steer=inline: 6.00 Mpps") {
