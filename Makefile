@@ -51,12 +51,12 @@ test: deps lint unit race fuzz-smoke bench-smoke
 
 # The main job: pppfwd in the namespace lab (a LAN host reaching the
 # "Internet" through pppfwd's PPPoE session, NAT and workers; needs root),
-# then the whole-pipeline benchmark on one and two workers.
+# then the whole-pipeline benchmark on one and two workers, alternated
+# round by round, with the 2-worker speedup.
 demo: build
 	@if [ "$$(id -u)" = 0 ]; then ./bin/pppfwd lab --workers 2; \
 	else echo "demo: not root, skipping the namespace lab (pppfwd lab)"; fi
-	./bin/pppfwd bench pipeline --workers 1 --flows 10000 --size 64 --duration 5s
-	./bin/pppfwd bench pipeline --workers 2 --flows 10000 --size 64 --duration 5s
+	./bin/pppfwd bench pipeline --workers 1,2 --flows 10000 --size 64 --duration 1s --rounds 5
 
 # make install: a static pppfwd (CGO_ENABLED=0, -trimpath, stripped; VERSION,
 # by default "git describe", is what "pppfwd version" prints), the example

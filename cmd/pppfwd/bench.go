@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pppfwd/pppfwd/bench/pipeline"
+	"github.com/pppfwd/pppfwd/bench/scale"
 	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/shaper"
 )
@@ -64,7 +65,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pppfwd bench pipeline", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	workers := fs.Int("workers", 1, "worker threads")
+	workers := fs.String("workers", "1", "worker threads; a comma-separated list (e.g. 1,2) runs each count in paired rounds and reports the speedup over 1 worker")
+	rounds := fs.Int("rounds", 0, "rounds of runs, each count once per round, every other round backwards; figures are the medians (default 1, or 5 with a list of worker counts)")
 	flows := fs.Int("flows", 10000, "UDP flows (both directions)")
 	size := fs.String("size", "64", "LAN frame size: 64, 1500, any 64..1506, or imix")
 	dur := fs.Duration("duration", 5*time.Second, "measured window")
@@ -85,6 +87,21 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd: %v\n", err)
 		return 2
 	}
+	ws, err := scale.ParseInts(*workers, 1, 1024)
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd: --workers: %v\n", err)
+		return 2
+	}
+	if *rounds < 0 || *rounds > 1000 {
+		fmt.Fprintf(stderr, "pppfwd: --rounds %d: want 1..1000\n", *rounds)
+		return 2
+	}
+	if *rounds == 0 {
+		*rounds = 1
+		if len(ws) > 1 {
+			*rounds = 5
+		}
+	}
 	if *prof != "" {
 		stop, err := startProfile(*prof)
 		if err != nil {
@@ -93,7 +110,7 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
-	o := pipeline.Options{Workers: *workers, Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU, Batch: *batch, IPv6: *ipv6,
+	o := pipeline.Options{Workers: ws[0], Flows: *flows, Size: *size, Duration: *dur, Pin: *pinCPU, Batch: *batch, IPv6: *ipv6,
 		Stages: *stages, StageShift: shift}
 	if *shape != "off" {
 		sp, err := shaper.ParseSpec(*shape)
@@ -113,6 +130,9 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "pppfwd: --steer %q: want local, inline or thread\n", *steer)
 		return 2
+	}
+	if len(ws) > 1 || *rounds > 1 {
+		return benchPipelineRounds(o, ws, *rounds, *asJSON, stdout, stderr)
 	}
 	res, err := pipeline.Run(o)
 	if err != nil {
@@ -145,6 +165,27 @@ func benchPipeline(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(tw, "drop %s\t%d\n", k, res.Drops[k])
 		}
 	})
+}
+
+// benchPipelineRounds is `bench pipeline` with several worker counts or
+// rounds: o's measurement for each count, round after round (bench
+// scale's sweep over one configuration), each count's median run, and
+// each count's speedup as the median of its rounds' ratios to the
+// 1-worker run of the same round.
+func benchPipelineRounds(o pipeline.Options, workers []int, rounds int, asJSON bool, stdout, stderr io.Writer) int {
+	pts, err := scale.Sweep(scale.Options{Workers: workers, Flows: []int{o.Flows}, Sizes: []string{o.Size}, Steer: []dataplane.SteerMode{o.Steer},
+		Duration: o.Duration, Repeat: rounds, Shape: o.Shape, Pin: o.Pin, Batch: o.Batch, IPv6: o.IPv6,
+		Stages: o.Stages, StageShift: o.StageShift, Progress: stderr})
+	rep := &scale.Report{Bench: "pipeline", Machine: scale.ThisMachine(0), DurationSec: o.Duration.Seconds(), Repeat: rounds, Points: pts}
+	code := 0
+	if err != nil {
+		fmt.Fprintf(stderr, "pppfwd bench pipeline: %v\n", err)
+		code = 1
+	}
+	if c := emit(stdout, stderr, asJSON, rep, func(tw io.Writer) { scale.WriteTable(tw, rep) }); c != 0 {
+		return c
+	}
+	return code
 }
 
 // stageShift turns --stage-every (one step in every N sampled, N a power
