@@ -105,6 +105,12 @@ type Counters struct {
 	// SteerRedirected: WAN frames this worker's steerer (SteerLocal) handed
 	// to another worker, their owner, over a ring.
 	SteerRedirected uint64
+	// Sleeps: the thread's sleeps in the kernel with nothing to do (its
+	// wakeups). Realtime is a gauge, 1 while the thread waits in the
+	// realtime class (Config.RTPrio); RealtimeExits counts the times it
+	// left that class for a load (busy for rtBusy without sleeping, or
+	// woken frame by frame). Set by the thread's idler.
+	Sleeps, Realtime, RealtimeExits uint64
 }
 
 // counterCell is where an owner publishes its Counters for readers.
@@ -118,7 +124,7 @@ type counterCell struct {
 	d   [detailWords]atomic.Uint64
 }
 
-const countersWords = 23 + int(numReasons)
+const countersWords = 26 + int(numReasons)
 
 func (c *Counters) words() [countersWords]uint64 {
 	var w [countersWords]uint64
@@ -129,7 +135,8 @@ func (c *Counters) words() [countersWords]uint64 {
 	w[14], w[15], w[16] = c.IPv6Up, c.IPv6Down, c.NATEntries
 	w[17], w[18] = c.BytesUp, c.BytesDown
 	w[19], w[20], w[21], w[22] = c.FromHost, c.ToHost, c.CsumCompleted, c.SteerRedirected
-	copy(w[23:], c.Drops[:])
+	w[23], w[24], w[25] = c.Sleeps, c.Realtime, c.RealtimeExits
+	copy(w[26:], c.Drops[:])
 	return w
 }
 
@@ -159,7 +166,8 @@ func (p *counterCell) load() Counters {
 	s.IPv6Up, s.IPv6Down, s.NATEntries = w[14], w[15], w[16]
 	s.BytesUp, s.BytesDown = w[17], w[18]
 	s.FromHost, s.ToHost, s.CsumCompleted, s.SteerRedirected = w[19], w[20], w[21], w[22]
-	copy(s.Drops[:], w[23:])
+	s.Sleeps, s.Realtime, s.RealtimeExits = w[23], w[24], w[25]
+	copy(s.Drops[:], w[26:])
 	return s
 }
 
@@ -189,6 +197,9 @@ func (c *Counters) Add(o *Counters) {
 	c.SteerNanos += o.SteerNanos
 	c.SteerRedirected += o.SteerRedirected
 	c.CPUNanos += o.CPUNanos
+	c.Sleeps += o.Sleeps
+	c.Realtime += o.Realtime
+	c.RealtimeExits += o.RealtimeExits
 	for i := range c.Drops {
 		c.Drops[i] += o.Drops[i]
 	}

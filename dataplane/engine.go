@@ -460,6 +460,7 @@ func (e *Engine) runSteer() {
 	}
 	d := e.steer.idler(e.cfg.Poll, &e.wakers[e.cfg.Workers])
 	d.rt = rt
+	d.c = &e.steerCounters
 	e.ready.Done()
 	for iter := uint(0); !e.stop.Load(); iter++ {
 		if d.shouldPoll() && e.steerStep() > 0 {
@@ -476,6 +477,9 @@ func (e *Engine) runSteer() {
 	}
 	if e.cfg.ThreadCPU != nil {
 		e.steerPub.cpu.Store(uint64(e.cfg.ThreadCPU() - cpu0))
+	}
+	if d.fifo {
+		d.setRT(false)
 	}
 	e.steerPub.publish(&e.steerCounters)
 }

@@ -113,8 +113,11 @@ type idler struct {
 	// ended, busyN the polls with work since; rtAfter (nanotime) is when
 	// a thread that dropped out may go back.
 	// wakes counts its wakeups in the class since winAt (nanotime).
-	rt      *pin.Policy
-	fifo    bool
+	rt   *pin.Policy
+	fifo bool
+	// c, if set, are the thread's counters: the idler keeps their
+	// Sleeps, Realtime and RealtimeExits (the thread publishes them).
+	c       *Counters
 	wokeAt  int64
 	rtAfter int64
 	busyN   uint32
@@ -231,6 +234,9 @@ func (d *idler) rtTick() {
 // rtHold after now (nanotime).
 func (d *idler) leaveRT(now int64) {
 	d.setRT(false)
+	if d.c != nil {
+		d.c.RealtimeExits++
+	}
 	d.rtAfter = now + int64(rtHold)
 }
 
@@ -244,8 +250,15 @@ func (d *idler) setRT(on bool) {
 	} else {
 		err = d.rt.Normal()
 	}
-	if err == nil {
-		d.fifo = on
+	if err != nil {
+		return
+	}
+	d.fifo = on
+	if d.c != nil {
+		d.c.Realtime = 0
+		if on {
+			d.c.Realtime = 1
+		}
 	}
 }
 
@@ -303,6 +316,9 @@ func (d *idler) sleep(stop *atomic.Bool) bool {
 		}
 	}
 	d.wk.sleeping.Store(false)
+	if d.c != nil {
+		d.c.Sleeps++
+	}
 	if d.wk.bell != nil && d.set.Ready(0) {
 		// The bell (the set's first descriptor) rang: empty it. A ring
 		// after the wait returned is left for the next wait, which it

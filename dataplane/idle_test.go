@@ -100,6 +100,14 @@ func TestIdleWorkerSleeps(t *testing.T) {
 			lan.Inject(0, frame)
 			waitFor(t, 200*time.Millisecond, "the LAN frame", func() bool { return e.Totals().Drops[DropNotOurMAC] == 1 })
 			t.Logf("%s: %d steps idle, asleep at %d of 300 looks; LAN frame handled after %v", mode, idleSteps, asleep, time.Since(t0))
+			// Its sleeps are counted (published as it goes back to sleep).
+			if mode == PollBusy {
+				if n := e.Totals().Sleeps; n != 0 {
+					t.Fatalf("a busy-polling worker counted %d sleeps", n)
+				}
+			} else {
+				waitFor(t, 200*time.Millisecond, "the sleeps' count", func() bool { return e.Totals().Sleeps >= 1 })
+			}
 
 			// The control plane's Send wakes it: the frame leaves on the WAN.
 			time.Sleep(50 * time.Millisecond)

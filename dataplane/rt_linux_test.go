@@ -34,7 +34,8 @@ func policyOf(t *testing.T, tid int) uint32 {
 
 // An idler with a realtime Policy sleeps in the realtime class, drops to
 // the ordinary class once it has polled with work for rtBusy without a
-// sleep, and goes back before a sleep rtHold later.
+// sleep, and goes back before a sleep rtHold later; its counters say so
+// (Realtime, RealtimeExits, Sleeps).
 func TestIdlerRT(t *testing.T) {
 	needRoot(t)
 	done := make(chan struct{})
@@ -51,10 +52,15 @@ func TestIdlerRT(t *testing.T) {
 		var stop atomic.Bool
 		d := newIdler(PollBlock, &waker{}, nil, nil)
 		d.rt = p
+		var c Counters
+		d.c = &c
 		d.nextDue = func() time.Duration { return 50 * time.Microsecond } // a short sleep
 		check := func(when string, want uint32) {
 			if got := policyOf(t, 0); got != want {
 				t.Errorf("%s: policy %d, want %d", when, got, want)
+			}
+			if rt := c.Realtime == 1; rt != (want == unix.SCHED_FIFO) {
+				t.Errorf("%s: counters' Realtime %d", when, c.Realtime)
 			}
 		}
 		check("before any sleep", unix.SCHED_NORMAL)
@@ -94,6 +100,11 @@ func TestIdlerRT(t *testing.T) {
 			d.empty(&stop)
 		}
 		check("awake on due timers past rtBusy", unix.SCHED_NORMAL)
+		// Left for load three times: busy, woken frame by frame, due
+		// timers. Slept at every empty call but the due timers'.
+		if c.RealtimeExits != 3 || c.Sleeps != uint64(5+rtWakes) {
+			t.Errorf("RealtimeExits %d, Sleeps %d; want 3 and %d", c.RealtimeExits, c.Sleeps, 5+rtWakes)
+		}
 	}()
 	<-done
 }
@@ -133,5 +144,41 @@ func TestWorkerRT(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWorkerRTCounters: a worker with Config.RTPrio publishes that it
+// waits in the realtime class and counts its sleeps; a stopped worker is
+// published out of the class.
+func TestWorkerRTCounters(t *testing.T) {
+	needRoot(t)
+	lan, wan := newPollPort(t, "lan", 1), newPollPort(t, "wan", 1)
+	e, err := New(Config{Workers: 1, LAN: lan, WAN: wan, RouterMAC: routerMAC,
+		RouterAddr: routerIP, LANNet: lanNet, LANBits: 24, Poll: PollAdaptive, RTPrio: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	w := e.Workers()[0]
+	frame := make([]byte, 60) // to another MAC: dropped, a wakeup
+	frame[0], frame[5], frame[12] = 0x02, 0x77, 0x08
+	for i := 0; i < 3; i++ {
+		lan.Inject(0, frame)
+		time.Sleep(20 * time.Millisecond)
+	}
+	var c Counters
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if c = w.Counters(); c.Realtime == 1 && c.Sleeps >= 3 && c.Drops[DropNotOurMAC] == 3 {
+			break
+		}
+	}
+	if c.Realtime != 1 || c.Sleeps < 3 || c.RealtimeExits != 0 {
+		t.Errorf("running idle: Realtime %d, Sleeps %d, RealtimeExits %d; want 1, >= 3, 0", c.Realtime, c.Sleeps, c.RealtimeExits)
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c = w.Counters(); c.Realtime != 0 {
+		t.Errorf("stopped: Realtime %d", c.Realtime)
 	}
 }

@@ -243,6 +243,9 @@ func (w *Worker) loop(stop *atomic.Bool, rt *pin.Policy, ready func()) {
 	// out.
 	w.drainInject()
 	w.flush()
+	if d.fifo {
+		d.setRT(false) // a stopped worker is published out of the class
+	}
 	w.publish(cpu0, true)
 }
 
@@ -267,6 +270,7 @@ func (w *Worker) idler() *idler {
 		}
 	}
 	d := newIdler(w.cfg.Poll, w.wk, ports, qs)
+	d.c = &w.c
 	d.ready = w.ready
 	d.nextDue = w.nextDue
 	d.timedOut = func() {

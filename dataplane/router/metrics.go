@@ -40,6 +40,7 @@ var metricDescs = struct {
 	shaperBacklog, shaperBacklogBytes, shaperDrops, shaperMarks     desc
 	shaperRate, ctlWAN, ctlWANDropped, ctlHeldWaiting, ctlQueueFull desc
 	ctlRefused, csumCompleted, wanRedirected                        desc
+	sleeps, realtime, realtimeExits                                 desc
 }{
 	sessionUp:          newDesc("session_up", "1 while the PPPoE session is up.", prometheus.GaugeValue),
 	sessionInfo:        newDesc("session_info", "The PPPoE session (value 1; its figures are labels).", prometheus.GaugeValue, "state", "ac_name", "ac_mac", "session_id", "local", "peer", "ipv6_prefix", "auth"),
@@ -76,6 +77,9 @@ var metricDescs = struct {
 	ctlQueueFull:       newDesc("control_queue_full_total", "Exceptions dropped with the control queue full.", prometheus.CounterValue),
 	ctlRefused:         newDesc("control_refused_total", "Control socket connections refused (another user).", prometheus.CounterValue),
 	csumCompleted:      newDesc("csum_completed_total", "LAN frames whose TCP or UDP checksum the sender left unfinished (checksum offload of a VM or container) and a worker finished.", prometheus.CounterValue, "worker"),
+	sleeps:             newDesc("worker_sleeps_total", "Times a worker's thread slept in the kernel with nothing to do (its wakeups).", prometheus.CounterValue, "worker"),
+	realtime:           newDesc("worker_realtime", "1 while a worker's thread waits in the realtime scheduling class (workers.rtprio).", prometheus.GaugeValue, "worker"),
+	realtimeExits:      newDesc("worker_realtime_exits_total", "Times a load made a worker's thread leave the realtime class (busy without sleeping, or woken frame by frame).", prometheus.CounterValue, "worker"),
 	wanRedirected:      newDesc("wan_redirected_total", "WAN frames a worker's own steering handed to the worker that owns them (the WAN port delivered them to the wrong worker's queue).", prometheus.CounterValue, "worker"),
 }
 
@@ -125,6 +129,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(m.packetsRate, w.PPSUp, id, "up")
 		emit(m.packetsRate, w.PPSDown, id, "down")
 		emit(m.cpu, w.CPUSeconds, id)
+		emit(m.sleeps, float64(w.Sleeps), id)
+		emit(m.realtimeExits, float64(w.RealtimeExits), id)
+		rt := 0.0
+		if w.Realtime {
+			rt = 1
+		}
+		emit(m.realtime, rt, id)
 		emit(m.hostFrames, float64(w.FromHost), id, "up")
 		emit(m.hostFrames, float64(w.ToHost), id, "down")
 		emit(m.csumCompleted, float64(w.CsumCompleted), id)

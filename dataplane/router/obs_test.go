@@ -88,12 +88,12 @@ func TestControlSocket(t *testing.T) {
 	st := resp.Status
 	if st.State != "discovery" || len(st.Workers) != 1 || st.Workers[0].Drops["not_our_mac"] != 1 ||
 		st.Workers[0].ShaperUp == nil || st.Workers[0].ShaperDown != nil || st.Workers[0].NAT.Capacity == 0 ||
-		st.Counters.CsumCompleted != 1 || st.Workers[0].CsumCompleted != 1 {
+		st.Counters.CsumCompleted != 1 || st.Workers[0].CsumCompleted != 1 || st.Workers[0].Sleeps == 0 {
 		t.Fatalf("status %+v, workers %+v", st, st.Workers)
 	}
 	var text bytes.Buffer
 	WriteStatus(&text, st)
-	for _, want := range []string{"session     discovery", "worker", "not_our_mac=1", "shaper 0 up", "checksums   1 finished"} {
+	for _, want := range []string{"session     discovery", "worker", "not_our_mac=1", "shaper 0 up", "checksums   1 finished", "sleeps      w0 "} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("status text lacks %q:\n%s", want, text.String())
 		}
@@ -160,6 +160,10 @@ func TestMetrics(t *testing.T) {
 		`pppfwd_shaper_rate_bytes_per_second{direction="up"} 5e+06`,
 		`pppfwd_shaper_backlog_packets{direction="up",worker="0"} 0`,
 		`# TYPE pppfwd_worker_cpu_seconds_total counter`,
+		`# TYPE pppfwd_worker_sleeps_total counter`,
+		`# TYPE pppfwd_worker_realtime gauge`,
+		`# TYPE pppfwd_worker_realtime_exits_total counter`,
+		`pppfwd_worker_realtime_exits_total{worker="0"} `,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -361,5 +365,28 @@ func TestDescribeDHCP6(t *testing.T) {
 	}
 	if got := DescribeDHCP6([]byte{7}); !strings.HasPrefix(got, "DHCPv6 undecodable") {
 		t.Fatalf("a short message: %q", got)
+	}
+}
+
+// TestStatusSleeps: the status's sleeps line gives each worker's wakeups
+// a second over the sample (its sleeps since start without one) and its
+// scheduling class.
+func TestStatusSleeps(t *testing.T) {
+	s := &Stats{SampleSeconds: 1, Workers: []WorkerStats{
+		{Worker: 0, Sleeps: 900, WakeupsPerSec: 34.4, Realtime: true},
+		{Worker: 1, Sleeps: 500, WakeupsPerSec: 2, RealtimeExits: 7},
+		{Worker: 2, Sleeps: 10},
+	}}
+	var text bytes.Buffer
+	WriteStatus(&text, s)
+	want := "sleeps      w0 34 wakeups/s (realtime), w1 2 wakeups/s (left realtime for load, 7 times), w2 0 wakeups/s\n"
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, text.String())
+	}
+	s.SampleSeconds = 0
+	text.Reset()
+	WriteStatus(&text, s)
+	if want := "sleeps      w0 900 since start (realtime), w1 500 since start"; !strings.Contains(text.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, text.String())
 	}
 }

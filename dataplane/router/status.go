@@ -52,13 +52,22 @@ type WorkerStats struct {
 	// Rates over the last sample interval: frames handed to the WAN
 	// (up) and to the LAN (down) a second, Mbit/s of IP bytes, and the
 	// share of one core the thread used (0..1).
-	PPSUp    float64           `json:"pps_up"`
-	PPSDown  float64           `json:"pps_down"`
-	MbpsUp   float64           `json:"mbps_up"`
-	MbpsDown float64           `json:"mbps_down"`
-	CPUShare float64           `json:"cpu_share"`
-	Drops    map[string]uint64 `json:"drops"`
-	NAT      NATStats          `json:"nat"`
+	PPSUp    float64 `json:"pps_up"`
+	PPSDown  float64 `json:"pps_down"`
+	MbpsUp   float64 `json:"mbps_up"`
+	MbpsDown float64 `json:"mbps_down"`
+	CPUShare float64 `json:"cpu_share"`
+	// Sleeps are the thread's sleeps in the kernel with nothing to do
+	// (its wakeups), WakeupsPerSec their rate over the last sample
+	// interval; Realtime is whether it waits in the realtime class
+	// (workers.rtprio) now, RealtimeExits how often a load made it
+	// leave that class.
+	Sleeps        uint64            `json:"sleeps"`
+	WakeupsPerSec float64           `json:"wakeups_per_second"`
+	Realtime      bool              `json:"realtime"`
+	RealtimeExits uint64            `json:"realtime_exits"`
+	Drops         map[string]uint64 `json:"drops"`
+	NAT           NATStats          `json:"nat"`
 	// ShaperUp and ShaperDown are nil for a direction that is not shaped.
 	ShaperUp   *ShaperStats `json:"shaper_up,omitempty"`
 	ShaperDown *ShaperStats `json:"shaper_down,omitempty"`
@@ -108,7 +117,8 @@ func (r *Router) snapshot(prev *sample) (Stats, *sample) {
 		next.w = append(next.w, c)
 		ws := WorkerStats{Worker: w.ID(), RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
 			BytesUp: c.BytesUp, BytesDown: c.BytesDown, FromHost: c.FromHost, ToHost: c.ToHost,
-			CsumCompleted: c.CsumCompleted, WANRedirected: c.SteerRedirected, CPUSeconds: float64(c.CPUNanos) / 1e9, Drops: c.DropMap()}
+			CsumCompleted: c.CsumCompleted, WANRedirected: c.SteerRedirected, CPUSeconds: float64(c.CPUNanos) / 1e9, Drops: c.DropMap(),
+			Sleeps: c.Sleeps, Realtime: c.Realtime != 0, RealtimeExits: c.RealtimeExits}
 		if prev != nil && w.ID() < len(prev.w) {
 			if dt := now.Sub(prev.at).Seconds(); dt > 0 {
 				p := prev.w[w.ID()]
@@ -117,6 +127,7 @@ func (r *Router) snapshot(prev *sample) (Stats, *sample) {
 				ws.MbpsUp = float64(c.BytesUp-p.BytesUp) * 8 / 1e6 / dt
 				ws.MbpsDown = float64(c.BytesDown-p.BytesDown) * 8 / 1e6 / dt
 				ws.CPUShare = min(float64(c.CPUNanos-p.CPUNanos)/1e9/dt, 1)
+				ws.WakeupsPerSec = float64(c.Sleeps-p.Sleeps) / dt
 			}
 		}
 		d := w.Detail()
@@ -245,6 +256,9 @@ func WriteStatus(w io.Writer, s *Stats) {
 	if n := s.Counters.WANRedirected; n > 0 {
 		fmt.Fprintf(w, "steering    %d WAN frames handed over to their owner (the WAN port delivered them to another worker's queue)\n", n)
 	}
+	if len(s.Workers) > 0 {
+		fmt.Fprintf(w, "sleeps      %s\n", sleepString(s))
+	}
 	c := s.Control
 	fmt.Fprintf(w, "control     wan frames %d (dropped %d)  held waiting %d  queue full %d\n", c.WANFrames, c.WANDropped, c.HeldWaiting, c.QueueFull)
 }
@@ -262,6 +276,27 @@ func WriteWatch(w io.Writer, s *Stats, width int) {
 	}
 	fmt.Fprintln(w)
 	WriteStatus(w, s)
+}
+
+// sleepString is each worker's sleeps: wakeups a second over the
+// sample (or sleeps since start without one) and its scheduling class.
+func sleepString(s *Stats) string {
+	parts := make([]string, 0, len(s.Workers))
+	for _, ws := range s.Workers {
+		p := fmt.Sprintf("w%d %d since start", ws.Worker, ws.Sleeps)
+		if s.SampleSeconds > 0 {
+			p = fmt.Sprintf("w%d %.0f wakeups/s", ws.Worker, ws.WakeupsPerSec)
+		}
+		switch {
+		case ws.Realtime:
+			p += " (realtime)"
+		case ws.RealtimeExits > 0:
+			p += " (left realtime for load"
+			p += fmt.Sprintf(", %d times)", ws.RealtimeExits)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func mapString(m map[string]uint64) string {
