@@ -20,6 +20,9 @@ type FwdConfig struct {
 	Backend string // "afpacket" or "afxdp"
 	Workers int
 	XDPMode afxdp.Mode
+	// BusyPoll asks the afxdp ports for NAPI busy polling (in effect in
+	// native mode: Forwarder.BusyPoll).
+	BusyPoll bool
 	// AFPacketTx is the afpacket ports' TX mode (afpacket only).
 	AFPacketTx afpacket.TxMode
 	// AFPacketRing is the afpacket ports' RX ring layout (afpacket only).
@@ -53,6 +56,8 @@ type Forwarder struct {
 	// XDPMode is the attach mode in use (afxdp only), TxMode the TX
 	// mode (afpacket only).
 	XDPMode, TxMode string
+	// BusyPoll: both afxdp ports busy-poll.
+	BusyPoll bool
 	// Control counts frames the engine handed to the control/exception
 	// path (nothing in these tests should go there).
 	Control uint64

@@ -31,6 +31,9 @@ type Options struct {
 	// XDPMode is "generic" (default: keeps R's receive work on the RPS
 	// CPUs, see the package comment), "native" or "auto".
 	XDPMode string
+	// BusyPoll asks pppfwd's afxdp ports for NAPI busy polling (native
+	// mode only: Result.BusyPoll says whether it was in effect).
+	BusyPoll bool
 	// GenCPU is the generator's CPU (0); the forwarder gets the others.
 	GenCPU int
 	// Poll is pppfwd's workers' idle policy (adaptive).
@@ -140,12 +143,14 @@ type Trial struct {
 
 // Result is the JSON report of `pppfwd bench io`.
 type Result struct {
-	Bench   string  `json:"bench"`
-	Backend string  `json:"backend"`
-	XDPMode string  `json:"xdp_mode,omitempty"`
-	Poll    string  `json:"poll"`
-	SliceUs float64 `json:"slice_us"` // the workers' scheduling slice (0: the kernel's default)
-	RTPrio  int     `json:"rtprio"`   // the workers' realtime priority while lightly loaded (0: none)
+	Bench   string `json:"bench"`
+	Backend string `json:"backend"`
+	XDPMode string `json:"xdp_mode,omitempty"`
+	// BusyPoll: pppfwd's afxdp ports busy-polled (Options.BusyPoll).
+	BusyPoll bool    `json:"busy_poll,omitempty"`
+	Poll     string  `json:"poll"`
+	SliceUs  float64 `json:"slice_us"` // the workers' scheduling slice (0: the kernel's default)
+	RTPrio   int     `json:"rtprio"`   // the workers' realtime priority while lightly loaded (0: none)
 	// Awake: the latency probes ran with the forwarder's CPUs kept out of
 	// the idle loop (Options.Awake).
 	Awake     bool    `json:"awake,omitempty"`

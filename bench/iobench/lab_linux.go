@@ -78,7 +78,7 @@ const (
 // owner workers as the router's does.
 func (t *Topo) openPorts(c FwdConfig) (lan, wan nic.Port, info, winfo router.PortInfo, err error) {
 	ln := t.Line
-	spec := router.PortSpec{Backend: c.Backend, Queues: c.Workers, XDPMode: c.XDPMode, TxMode: c.AFPacketTx, RxRing: c.AFPacketRing,
+	spec := router.PortSpec{Backend: c.Backend, Queues: c.Workers, XDPMode: c.XDPMode, BusyPoll: c.BusyPoll, TxMode: c.AFPacketTx, RxRing: c.AFPacketRing,
 		Promisc: true, RxBlockSize: rxBlockSize, RxBlocks: rxBlocks}
 	err = ln.R.Do(func() error {
 		var err error
@@ -135,6 +135,7 @@ func (t *Topo) StartForwarder(c FwdConfig) (*Forwarder, error) {
 	}
 	if c.Backend == "afxdp" {
 		fw.XDPMode = info.Mode
+		fw.BusyPoll = info.BusyPoll && winfo.BusyPoll
 	} else {
 		fw.TxMode = info.Mode
 	}
@@ -395,6 +396,7 @@ func Run(o Options) (*Result, error) {
 		portDrops map[string]uint64
 		xdpMode   string
 		txMode    string
+		busyPoll  bool
 		lanFanout string
 		wanFanout string
 		steer     string
@@ -403,7 +405,7 @@ func Run(o Options) (*Result, error) {
 		upRx, upRedirected uint64
 	}
 	pppfwdRound := func(userSteer bool) (*Side, *engineFigures, error) {
-		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, Poll: o.Poll, Slice: o.slice(), RTPrio: o.rtPrio(),
+		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, BusyPoll: o.BusyPoll, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, Poll: o.Poll, Slice: o.slice(), RTPrio: o.rtPrio(),
 			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs, UserSteer: userSteer})
 		if err != nil {
 			return nil, nil, err
@@ -452,7 +454,7 @@ func Run(o Options) (*Result, error) {
 		}
 		br := snaps[s.bracket]
 		b0, b1 := br[0], br[1]
-		ef := &engineFigures{drops: map[string]uint64{}, portDrops: map[string]uint64{}, xdpMode: fw.XDPMode, txMode: fw.TxMode}
+		ef := &engineFigures{drops: map[string]uint64{}, portDrops: map[string]uint64{}, xdpMode: fw.XDPMode, txMode: fw.TxMode, busyPoll: fw.BusyPoll}
 		for i, d := range b1.tot.Drops {
 			if n := d - b0.tot.Drops[i]; n != 0 {
 				ef.drops[dataplane.Reason(i).String()] = n
@@ -554,7 +556,7 @@ func Run(o Options) (*Result, error) {
 			res.PerWorker, res.Drops, res.PortDrops, res.XDPMode, res.TxMode = ef.perWorker, ef.drops, ef.portDrops, ef.xdpMode, ef.txMode
 			res.LANFanout, res.UplinkFrames, res.UplinkRedirected = ef.lanFanout, ef.upRx, ef.upRedirected
 			res.UplinkRedirectedShare = share(ef.upRedirected, ef.upRx)
-			res.WANFanout, res.Steer = ef.wanFanout, ef.steer
+			res.WANFanout, res.Steer, res.BusyPoll = ef.wanFanout, ef.steer, ef.busyPoll
 		}
 		if o.SteerCompare {
 			u, uf, err := pppfwdRound(true)

@@ -29,6 +29,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("rate", 0, "offered frames/s per direction (0: as fast as the generator goes)")
 	shape := fs.String("shape", "bandwidth 100gbit", "shaper of each direction in tc-cake words, or off")
 	xdpMode := fs.String("xdp-mode", "generic", "afxdp attach mode: generic, native or auto")
+	busyPoll := fs.Bool("busy-poll", false, "afxdp: NAPI busy polling on pppfwd's sockets (native mode only; the JSON's busy_poll says whether it was in effect)")
 	afpTx := fs.String("afpacket-tx", "auto", "TX mode of pppfwd's afpacket ports (--backend afpacket only): ring (mapped TX ring), copy (sendmmsg) or auto (copy on veth)")
 	afpRing := fs.String("afpacket-ring", "auto", "RX ring of pppfwd's afpacket ports (--backend afpacket only): auto (frames, blocks under load), frames (TPACKET_V2) or blocks (TPACKET_V3)")
 	genCPU := fs.Int("gen-cpu", 0, "CPU of the traffic generator (the forwarder gets the others)")
@@ -53,7 +54,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
-		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, GenCPU: *genCPU,
+		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, BusyPoll: *busyPoll, GenCPU: *genCPU,
 		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Latency: *latency, Awake: *awake, Search: *search, LossTolerance: *lossTol, Rounds: *rounds,
 		SteerCompare: *steerCompare}
 	var perr error
@@ -121,7 +122,11 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "backend\t%s %s%s\nsize\t%d\nworkers\t%d\nflows\t%d\nshaper\t%s\n", res.Backend, res.XDPMode, res.TxMode, res.Size, res.Workers, res.Flows, res.Shaper)
+	busy := ""
+	if res.BusyPoll {
+		busy = ", busy polling"
+	}
+	fmt.Fprintf(tw, "backend\t%s %s%s%s\nsize\t%d\nworkers\t%d\nflows\t%d\nshaper\t%s\n", res.Backend, res.XDPMode, res.TxMode, busy, res.Size, res.Workers, res.Flows, res.Shaper)
 	if res.Steer != "" {
 		fmt.Fprintf(tw, "steering\t%s (WAN port: %s)\n", res.Steer, res.WANFanout)
 	}

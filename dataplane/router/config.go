@@ -27,7 +27,10 @@ import (
 // each field's key tag names them for the reader.
 type Config struct {
 	Backend string `key:"backend"` // afpacket, afxdp or netmap
-	Workers int    `key:"workers"`
+	// BusyPoll asks afxdp ports for NAPI busy polling (afxdp.Options.
+	// BusyPoll).
+	BusyPoll bool `key:"afxdp.busy_poll"`
+	Workers  int  `key:"workers"`
 	// WorkersAuto: Workers came from `workers auto` (DefaultWorkers).
 	WorkersAuto bool               `key:"workers"`
 	Poll        dataplane.PollMode `key:"workers.poll"`

@@ -66,6 +66,12 @@ var keyTable = []keyDef{
 	{Name: "backend", Allowed: "afpacket | afxdp | netmap", Default: "afpacket", Example: "afpacket",
 		Help: "afpacket | afxdp (Linux) | netmap (FreeBSD, Linux with netmap)",
 		v:    enumVal[string]{func(c *Config) *string { return &c.Backend }, []string{"afpacket", "afxdp", "netmap"}, []string{"afpacket", "afxdp", "netmap"}}},
+	{Name: "afxdp.busy_poll", Allowed: "on | off", Default: "off",
+		Help: "with backend afxdp on a NIC whose driver runs XDP natively: NAPI busy polling (SO_PREFER_BUSY_POLL,",
+		More: []string{"Linux 5.11+): a worker whose receive ring is empty runs the driver's receive poll itself;",
+			"pays with the driver's napi_defer_hard_irqs and gro_flush_timeout set (sysfs), else a system call",
+			"per empty poll for nothing. No effect in generic XDP mode (drivers without native XDP)"},
+		v: onOff{func(c *Config) *bool { return &c.BusyPoll }, false}},
 	{Name: "workers", Allowed: "1..64 or auto", Default: "auto", Example: "auto",
 		Help: "pinned workers; auto: one per CPU, but CPUs - 1 on boxes of 2 to 4 CPUs (room for the box's own services)",
 		v: funcVal{setWorkers, func(c *Config) []string {

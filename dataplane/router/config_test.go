@@ -230,3 +230,28 @@ func TestLANSubnet(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyPollKey: afxdp.busy_poll reaches the ports' spec, is off by
+// default and survives the written configuration.
+func TestBusyPollKey(t *testing.T) {
+	base := "lan.interface a\nwan.interface b\nlan.address 10.0.0.1/24\npppoe.user u\nbackend afxdp\n"
+	for _, c := range []struct {
+		line string
+		want bool
+	}{{"", false}, {"afxdp.busy_poll on\n", true}, {"afxdp.busy_poll off\n", false}} {
+		cfg, err := ParseConfig(strings.NewReader(base + c.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseConfig(strings.NewReader(cfg.Text()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := cfg.portSpec("b", nil); s.BusyPoll != c.want || back.BusyPoll != c.want {
+			t.Errorf("%q: spec busy poll %v, written back %v, want %v", c.line, s.BusyPoll, back.BusyPoll, c.want)
+		}
+	}
+	if _, err := ParseConfig(strings.NewReader(base + "afxdp.busy_poll maybe\n")); err == nil {
+		t.Error("afxdp.busy_poll maybe accepted")
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
@@ -81,7 +83,7 @@ func TestControlSocket(t *testing.T) {
 		// The client leaves idle for discovery on its own goroutine: wait
 		// for it as for the drop.
 		if len(resp.Status.Workers) == 1 && resp.Status.Workers[0].Drops["not_our_mac"] == 1 && resp.Status.State == "discovery" &&
-			resp.Status.Counters.CsumCompleted == 1 || time.Now().After(deadline) {
+			resp.Status.Counters.CsumCompleted == 1 && resp.Status.Workers[0].Sleeps > 0 || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -388,5 +390,27 @@ func TestStatusSleeps(t *testing.T) {
 	WriteStatus(&text, s)
 	if want := "sleeps      w0 900 since start (realtime), w1 500 since start"; !strings.Contains(text.String(), want) {
 		t.Errorf("status lacks %q:\n%s", want, text.String())
+	}
+}
+
+// TestLogBusyPoll: the router says whether an afxdp port asked to
+// busy-poll does, and why not; nothing when it was not asked.
+func TestLogBusyPoll(t *testing.T) {
+	for _, c := range []struct {
+		info  PortInfo
+		asked bool
+		want  string
+	}{
+		{PortInfo{Mode: "native", BusyPoll: true}, true, "pppfwd: WAN eth0: busy polling (afxdp.busy_poll)"},
+		{PortInfo{Mode: "native", BusyPollErr: errors.New("afxdp: SO_PREFER_BUSY_POLL: protocol not available")}, true,
+			"pppfwd: WAN eth0: no busy polling: afxdp: SO_PREFER_BUSY_POLL: protocol not available"},
+		{PortInfo{Mode: "generic"}, true, "pppfwd: WAN eth0: no busy polling in generic XDP mode (no NAPI context to poll)"},
+		{PortInfo{Mode: "native"}, false, ""},
+	} {
+		var got []string
+		logRing(func(f string, a ...any) { got = append(got, fmt.Sprintf(f, a...)) }, "WAN", "eth0", c.info, c.asked)
+		if strings.Join(got, "\n") != c.want {
+			t.Errorf("%+v asked %v: logged %q, want %q", c.info, c.asked, got, c.want)
+		}
 	}
 }

@@ -39,9 +39,12 @@ type PortSpec struct {
 	// EtherTypes the afxdp program hands to pppfwd (the rest go to the
 	// kernel); nil: all.
 	EtherTypes []uint16
-	XDPMode    afxdp.Mode      // afxdp
-	TxMode     afpacket.TxMode // afpacket
-	RxRing     afpacket.RxRing // afpacket
+	XDPMode    afxdp.Mode // afxdp
+	// BusyPoll asks an afxdp port for NAPI busy polling
+	// (afxdp.Options.BusyPoll).
+	BusyPoll bool
+	TxMode   afpacket.TxMode // afpacket
+	RxRing   afpacket.RxRing // afpacket
 	// Promisc, RxBlockSize and RxBlocks: afpacket (0: its defaults).
 	Promisc               bool
 	RxBlockSize, RxBlocks int
@@ -62,6 +65,10 @@ type PortInfo struct {
 	// CsumUnknown: the port cannot tell a checksum a sender left
 	// unfinished (afxdp in copy mode: afxdp.Port.ChecksumsUnknown).
 	CsumUnknown bool
+	// BusyPoll: the afxdp port busy-polls (PortSpec.BusyPoll in native
+	// mode); BusyPollErr why not although asked to.
+	BusyPoll    bool
+	BusyPollErr error
 	// Undo removes what OpenPort configured on the NIC beyond the port
 	// (flow-steering rules); call it after closing the port. Never nil.
 	Undo func()
@@ -77,9 +84,10 @@ func OpenPort(s PortSpec) (nic.Port, PortInfo, error) {
 		var err error
 		if s.Backend == "afxdp" {
 			var xp *afxdp.Port
-			xp, err = afxdp.Open(s.Interface, afxdp.Options{Queues: s.Queues, Mode: s.XDPMode, EtherTypes: s.EtherTypes})
+			xp, err = afxdp.Open(s.Interface, afxdp.Options{Queues: s.Queues, Mode: s.XDPMode, EtherTypes: s.EtherTypes, BusyPoll: s.BusyPoll})
 			if err == nil {
 				p, info.Mode, info.CsumUnknown = xp, xp.Mode().String(), xp.ChecksumsUnknown()
+				info.BusyPoll, info.BusyPollErr = xp.BusyPoll()
 			}
 		} else {
 			p, err = netmap.Open(s.Interface, netmap.Config{Queues: s.Queues})
@@ -161,7 +169,7 @@ func ownerRules(fwds []nat.Forward) []ethtool.PortRule {
 
 // portSpec is the spec of the router's port on ifname.
 func (c *Config) portSpec(ifname string, ethertypes []uint16) PortSpec {
-	s := PortSpec{Backend: c.Backend, Interface: ifname, Queues: c.Workers, EtherTypes: ethertypes}
+	s := PortSpec{Backend: c.Backend, Interface: ifname, Queues: c.Workers, EtherTypes: ethertypes, BusyPoll: c.BusyPoll}
 	if c.Workers > 1 {
 		// The engine's owners: the same ranges and forward assignment
 		// as dataplane.New makes.

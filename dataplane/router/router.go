@@ -105,7 +105,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 			return nil, fmt.Errorf("LAN %s: %w", cfg.LANInterface, err)
 		}
 		r.undo = append(r.undo, info.Undo)
-		logRing(logf, "LAN", cfg.LANInterface, info)
+		logRing(logf, "LAN", cfg.LANInterface, info, cfg.Backend == "afxdp" && cfg.BusyPoll)
 		if info.OwnerErr != nil {
 			logf("pppfwd: LAN %s: %v; frames arrive by the NIC's or kernel's flow hash and workers hand over other workers' flows (counted as redirected)", cfg.LANInterface, info.OwnerErr)
 		}
@@ -132,7 +132,7 @@ func Open(cfg *Config, ports Ports, logf func(string, ...any)) (*Router, error) 
 			return nil, fmt.Errorf("WAN %s: %w", cfg.WANInterface, err)
 		}
 		r.undo = append(r.undo, info.Undo)
-		logRing(logf, "WAN", cfg.WANInterface, info)
+		logRing(logf, "WAN", cfg.WANInterface, info, cfg.Backend == "afxdp" && cfg.BusyPoll)
 		// Each worker steers its own WAN queue where the port delivers
 		// frames to their owner; otherwise worker 0 steers them all.
 		if cfg.Workers > 1 {
@@ -543,9 +543,19 @@ func ifaceMAC(name string) ([6]byte, error) {
 	return [6]byte(ifi.HardwareAddr), nil
 }
 
-// logRing logs why a port's afpacket ring is not the adaptive one.
-func logRing(logf func(string, ...any), side, ifname string, info PortInfo) {
+// logRing logs why a port's afpacket ring is not the adaptive one, and
+// whether an afxdp port asked to busy-poll does.
+func logRing(logf func(string, ...any), side, ifname string, info PortInfo, busyPoll bool) {
 	if info.RingErr != nil {
 		logf("pppfwd: %s %s: %v; receiving on TPACKET_V2 frames only (higher kernel cost per frame at full load)", side, ifname, info.RingErr)
+	}
+	switch {
+	case !busyPoll || info.Mode == "":
+	case info.BusyPoll:
+		logf("pppfwd: %s %s: busy polling (afxdp.busy_poll)", side, ifname)
+	case info.BusyPollErr != nil:
+		logf("pppfwd: %s %s: no busy polling: %v", side, ifname, info.BusyPollErr)
+	default:
+		logf("pppfwd: %s %s: no busy polling in %s XDP mode (no NAPI context to poll)", side, ifname, info.Mode)
 	}
 }

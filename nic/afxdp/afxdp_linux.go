@@ -51,6 +51,21 @@ func (s *sock) kickRX() {
 	unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 }
 
+// setBusyPoll sets the socket's busy-polling options (Options.BusyPoll).
+func (s *sock) setBusyPoll() error {
+	for _, o := range []struct {
+		name string
+		opt  int
+		v    int
+	}{{"SO_PREFER_BUSY_POLL", unix.SO_PREFER_BUSY_POLL, 1}, {"SO_BUSY_POLL", unix.SO_BUSY_POLL, busyPollUsec},
+		{"SO_BUSY_POLL_BUDGET", unix.SO_BUSY_POLL_BUDGET, busyPollBudget}} {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, o.opt, o.v); err != nil {
+			return sysErr(o.name, err, "CAP_NET_ADMIN")
+		}
+	}
+	return nil
+}
+
 func (s *sock) close() {
 	for i, r := range s.rings {
 		if r != nil {
@@ -131,6 +146,18 @@ func Open(ifname string, o Options) (*Port, error) {
 	if !p.zeroCopy {
 		for _, x := range p.qs {
 			x.rxInfo = nic.RxCsumUnknown
+		}
+	}
+	if o.BusyPoll && p.mode == ModeNative {
+		p.busyPoll = true
+		for _, s := range p.sys.socks {
+			if p.busyPollErr = s.setBusyPoll(); p.busyPollErr != nil {
+				p.busyPoll = false
+				break
+			}
+		}
+		for _, x := range p.qs {
+			x.busyPoll = p.busyPoll
 		}
 	}
 	ok = true

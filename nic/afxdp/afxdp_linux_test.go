@@ -185,10 +185,13 @@ func TestIntegrationAFXDPForward(t *testing.T) {
 		mode   Mode
 		queues int
 		filter []uint16
+		busy   bool // Options.BusyPoll
 	}{
-		{"native-2q", ModeNative, 2, nil},
-		{"generic-1q", ModeGeneric, 1, nil},
-		{"auto-2q-filter", ModeAuto, 2, []uint16{EtherTypeIPv4, 0x0806}},
+		{"native-2q", ModeNative, 2, nil, false},
+		{"generic-1q", ModeGeneric, 1, nil, false},
+		{"auto-2q-filter", ModeAuto, 2, []uint16{EtherTypeIPv4, 0x0806}, false},
+		{"native-2q-busypoll", ModeNative, 2, nil, true},
+		{"generic-1q-busypoll", ModeGeneric, 1, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ln := nettest.MustLine(t, nettest.LineConfig{Queues: tc.queues})
@@ -199,11 +202,28 @@ func TestIntegrationAFXDPForward(t *testing.T) {
 			if err := ln.B.AddNeigh(ln.BIf, ln.AAddr.Addr(), ln.AMAC); err != nil {
 				t.Fatal(err)
 			}
-			o := Options{Mode: tc.mode, Queues: tc.queues, RingSize: 512, EtherTypes: tc.filter}
+			o := Options{Mode: tc.mode, Queues: tc.queues, RingSize: 512, EtherTypes: tc.filter, BusyPoll: tc.busy}
 			pa := openPort(t, ln.R, ln.RA, o)
 			pb := openPort(t, ln.R, ln.RB, o)
 			if tc.mode != ModeAuto && (pa.Mode() != tc.mode || pb.Mode() != tc.mode) {
 				t.Fatalf("mode %v/%v, want %v", pa.Mode(), pb.Mode(), tc.mode)
+			}
+			// Busy polling is in effect where asked in native mode, with
+			// the socket options the kernel reads back; never in generic.
+			for _, p := range []*Port{pa, pb} {
+				busy, err := p.BusyPoll()
+				if want := tc.busy && tc.mode == ModeNative; busy != want || err != nil {
+					t.Fatalf("%s: busy polling %v (%v), want %v", p.Name(), busy, err, want)
+				}
+				for q, x := range p.qs {
+					fd := p.sys.socks[q].fd
+					// (SO_BUSY_POLL_BUDGET cannot be read back: ENOPROTOOPT.)
+					prefer, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PREFER_BUSY_POLL)
+					usec, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BUSY_POLL)
+					if set := prefer == 1 && usec == busyPollUsec; set != busy || x.busyPoll != busy {
+						t.Fatalf("%s queue %d: prefer %d, usec %d, xsk %v; busy polling %v", p.Name(), q, prefer, usec, x.busyPoll, busy)
+					}
+				}
 			}
 			t.Logf("mode %v zero-copy %v queues %d", pa.Mode(), pa.ZeroCopy(), pa.Queues())
 			stop := make(chan struct{})

@@ -49,6 +49,10 @@
 //     the veth directly; that needs no XDP program on the peer. (Only
 //     XDP_REDIRECT/XDP_TX into a veth, which this package does not do,
 //     needs a program or GRO on the peer.)
+//   - Busy polling (Options.BusyPoll) is accepted in native mode: the
+//     socket's receive queue has veth's NAPI context. The sender's
+//     transmit schedules that context on its own CPU, so a busy poll
+//     finds it taken and adds a system call per empty poll.
 //   - In copy mode the kernel transmits at most a budget of frames per
 //     sendto (32 by default) and answers EAGAIN when more are left. Open
 //     raises the budget to RingSize with XDP_MAX_TX_SKB_BUDGET where the

@@ -89,7 +89,27 @@ type Options struct {
 	// NoNeedWakeup disables XDP_USE_NEED_WAKEUP: the kernel is then kicked
 	// after every TX batch and never told to sleep on the fill ring.
 	NoNeedWakeup bool
+	// BusyPoll asks for NAPI busy polling where the kernel offers it:
+	// in native mode, each socket gets SO_PREFER_BUSY_POLL, SO_BUSY_POLL
+	// and SO_BUSY_POLL_BUDGET (Linux 5.11+, CAP_NET_ADMIN), and a Recv
+	// that finds its RX ring empty runs the driver's receive poll on the
+	// calling thread (one recvfrom) and looks again, as a Send kicks TX
+	// after every batch. With the device's napi_defer_hard_irqs and
+	// gro_flush_timeout set, the polling thread then does the receive
+	// work the interrupt and softirq would; without them it only adds
+	// a poll where the softirq has not run yet. Generic mode has no
+	// NAPI context to poll: BusyPoll is ignored there. Port.BusyPoll
+	// says whether it is in effect.
+	BusyPoll bool
 }
+
+// Busy-polling parameters (Options.BusyPoll): SO_BUSY_POLL must be
+// non-zero for a socket's recvfrom to poll at all; a non-blocking
+// recvfrom polls once, with busyPollBudget frames of budget (a batch).
+const (
+	busyPollUsec   = 20
+	busyPollBudget = 64
+)
 
 // Errors returned (wrapped) by Open and the port.
 var (

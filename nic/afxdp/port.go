@@ -24,7 +24,11 @@ type Port struct {
 	closed   atomic.Bool
 	mode     Mode
 	zeroCopy bool
-	sys      portSys
+	// busyPoll: every socket busy-polls; busyPollErr: why they do not
+	// although asked to.
+	busyPoll    bool
+	busyPollErr error
+	sys         portSys
 	// gone is set once the interface was found removed (the kernel
 	// unbinds the sockets); from then on Recv, Send and Wait return
 	// goneErr (nic.ErrLinkGone naming the interface).
@@ -45,6 +49,11 @@ func (p *Port) Queues() int { return len(p.qs) }
 
 // Mode returns the XDP attach mode in use (ModeNative or ModeGeneric).
 func (p *Port) Mode() Mode { return p.mode }
+
+// BusyPoll reports whether the sockets busy-poll (Options.BusyPoll in
+// native mode, the kernel accepting the options), and the kernel's
+// refusal when they were asked to and do not.
+func (p *Port) BusyPoll() (bool, error) { return p.busyPoll, p.busyPollErr }
 
 // ZeroCopy reports whether the sockets are bound in zero-copy mode.
 func (p *Port) ZeroCopy() bool { return p.zeroCopy }

@@ -36,6 +36,9 @@ type simKernel struct {
 	rxFull     int // deliveries dropped: RX ring full
 	compQ      []uint64
 	deferComp  bool // hold completions in compQ until complete()
+	// napi, if set, are frames the driver's receive poll delivers at the
+	// next RX kick (a busy poll), as a NAPI context holding them would.
+	napi [][]byte
 }
 
 // newSim returns a simulated kernel and the user-side xsk over it.
@@ -148,7 +151,13 @@ func (k *simKernel) complete() {
 	k.compQ = k.compQ[n:]
 }
 
-func (k *simKernel) kickRX() { k.rxKicks++ }
+func (k *simKernel) kickRX() {
+	k.rxKicks++
+	for _, p := range k.napi {
+		k.deliver(p)
+	}
+	k.napi = nil
+}
 
 func pkt(seq int, n int) []byte {
 	b := make([]byte, n)
@@ -554,4 +563,40 @@ func FuzzRecvDesc(f *testing.F) {
 			t.Fatal("frame does not match UMEM")
 		}
 	})
+}
+
+// TestXSKBusyPoll: a busy-polling socket's empty recv runs the driver's
+// poll (an RX kick, whether the fill ring asks or not) and takes what
+// that delivered in the same call; a non-empty one does not kick; every
+// send kicks TX, asked or not. Without busy polling none of that.
+func TestXSKBusyPoll(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		k, x := newSim(t, 64, 2048, 0)
+		x.busyPoll = busy
+		frames := nic.NewFrames(8)
+		k.napi = [][]byte{pkt(1, 60), pkt(2, 60)}
+		n := x.recv(frames)
+		wantN, wantKicks := 0, 0
+		if busy {
+			wantN, wantKicks = 2, 1
+		}
+		if n != wantN || k.rxKicks != wantKicks {
+			t.Fatalf("busy %v: empty recv got %d frames with %d kicks, want %d and %d", busy, n, k.rxKicks, wantN, wantKicks)
+		}
+		if busy && binary.BigEndian.Uint32(frames[1].Data()) != 2 {
+			t.Fatalf("second frame %x", frames[1].Data()[:4])
+		}
+		k.deliver(pkt(3, 60))
+		if n := x.recv(frames); n != 1 || k.rxKicks != wantKicks {
+			t.Fatalf("busy %v: recv with a frame waiting got %d with %d kicks", busy, n, k.rxKicks)
+		}
+		k.setNeedWakeup(3, false) // TX does not ask
+		for _, f := range frames[:2] {
+			f.SetData(pkt(9, 64))
+		}
+		x.send(frames[:2])
+		if kicked := k.txKicks == 1; kicked != busy || (busy && len(k.sent) != 2) {
+			t.Fatalf("busy %v: send kicked %d times, sent %d", busy, k.txKicks, len(k.sent))
+		}
+	}
 }

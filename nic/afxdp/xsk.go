@@ -79,6 +79,10 @@ type counters struct {
 type xsk struct {
 	q          uint16
 	needWakeup bool
+	// busyPoll: the socket busy-polls (Options.BusyPoll in effect): an
+	// empty recv kicks RX to run the driver's poll, and every send
+	// kicks TX.
+	busyPoll   bool
 	umem       []byte
 	frameSize  uint64
 	rxEnd      uint64 // chunks below rxEnd are RX chunks, the rest TX
@@ -120,8 +124,16 @@ func (x *xsk) recv(frames []*nic.Frame) int {
 	want := uint32(min(len(frames), int(x.rx.size)))
 	n := min(x.rx.consAvail(want), want)
 	if n == 0 {
-		x.wakeRX()
-		return 0
+		if !x.busyPoll {
+			x.wakeRX()
+			return 0
+		}
+		// The kick runs the driver's receive poll here, which may
+		// fill the ring (and wakes the fill ring as wakeRX would).
+		x.k.kickRX()
+		if n = min(x.rx.consAvail(want), want); n == 0 {
+			return 0
+		}
 	}
 	// Every RX chunk is in the fill ring, the RX ring, or here for the
 	// length of this call, and the fill ring holds them all, so there is
@@ -232,7 +244,7 @@ func (x *xsk) flush() {
 	if pending == 0 {
 		return
 	}
-	if x.needWakeup && !x.tx.needWakeup() {
+	if x.needWakeup && !x.busyPoll && !x.tx.needWakeup() {
 		return
 	}
 	for {
