@@ -150,6 +150,14 @@ func TestIntegrationRunLatencyPooled(t *testing.T) {
 			}
 		}
 	}
+	// The workers' figures over the probes: only pppfwd's side has them,
+	// each probe woke a worker (at least one wakeup per arrived probe
+	// but a few: the last sleep of a series is counted when it ends).
+	if k.Workers != nil || p.Workers == nil || p.Workers.Wakeups+4 < uint64(p.Probes-p.Lost) {
+		t.Errorf("probe workers: kernel %+v, pppfwd %+v (%d probes)", k.Workers, p.Workers, p.Probes)
+	} else {
+		t.Logf("pppfwd workers while probing: %+v", *p.Workers)
+	}
 	if res.LatencyP50DeltaUs != p.P50Us-k.P50Us || res.LatencyP99DeltaUs != p.P99Us-k.P99Us {
 		t.Errorf("deltas %v %v for pppfwd %+v, kernel %+v", res.LatencyP50DeltaUs, res.LatencyP99DeltaUs, p, k)
 	}

@@ -744,12 +744,21 @@ func TestPoolLatency(t *testing.T) {
 	}
 	b = append(b, 5000*us, 5000*us)
 	la, lb := mk(0, a...), mk(3, b...)
+	lb.Workers = &ProbeWorkers{Wakeups: 97, RealtimeExits: 1}
 	if lb.P99Us != 5000 || lb.P50Us != 200 {
 		t.Fatalf("run b alone: %+v", lb)
 	}
 	p := PoolLatency([]*Latency{la, nil, lb})
-	if p.Probes != 203 || p.Lost != 3 || p.Rounds != 2 {
+	if p.Probes != 203 || p.Lost != 3 || p.Rounds != 2 || p.Workers == nil || *p.Workers != (ProbeWorkers{97, 1}) {
 		t.Fatalf("pooled counts %+v", p)
+	}
+	lc := mk(0, a...)
+	lc.Workers = &ProbeWorkers{Wakeups: 100}
+	if w := PoolLatency([]*Latency{lb, lc}).Workers; *w != (ProbeWorkers{197, 1}) || *lb.Workers != (ProbeWorkers{97, 1}) {
+		t.Fatalf("pooled workers %+v (run b %+v)", *w, *lb.Workers)
+	}
+	if PoolLatency([]*Latency{la}).Workers != nil {
+		t.Fatal("the kernel's side pooled into workers' figures")
 	}
 	// 200 samples: p50 is the 101st (200 us), p99 the 199th (5 ms), p90
 	// the 181st (200 us).
@@ -766,7 +775,7 @@ func TestPoolLatency(t *testing.T) {
 		t.Fatal("nothing to pool should give nil")
 	}
 	// A round's copy keeps the figures but not the samples.
-	if r := roundLatency(lb); r.P99Us != lb.P99Us || r.samples != nil || len(lb.samples) != 100 {
+	if r := roundLatency(lb); r.P99Us != lb.P99Us || r.samples != nil || len(lb.samples) != 100 || r.Workers == lb.Workers || *r.Workers != *lb.Workers {
 		t.Fatalf("round copy %+v", r)
 	}
 }

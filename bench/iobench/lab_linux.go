@@ -331,7 +331,9 @@ func Run(o Options) (*Result, error) {
 		s.Rate = rate
 		return &s, nil
 	}
-	measure := func(up, down [][]byte, hook func(bool)) (*Side, error) {
+	// measure measures one side: hook brackets each throughput trial,
+	// probe (if not nil) the latency probes, returning what it saw.
+	measure := func(up, down [][]byte, hook func(bool), probe func(start bool) *ProbeWorkers) (*Side, error) {
 		s, err := measureSide(o, func(rate float64, window time.Duration) (*Side, error) {
 			return trial(up, down, rate, window)
 		}, hook)
@@ -359,8 +361,14 @@ func Run(o Options) (*Result, error) {
 				back := stop
 				stop = func() { stopLoops(); back() }
 			}
+			if probe != nil {
+				probe(true)
+			}
 			s.Latency, err = ProbeLatency(topo.A, topo.B, up, FastMatch(pipeline.ACMAC[:], etherTypeOf(down), len(flows)),
 				o.Latency, 2*time.Millisecond, genCPU)
+			if probe != nil && s.Latency != nil {
+				s.Latency.Workers = probe(false)
+			}
 			stop()
 		}
 		return s, err
@@ -382,7 +390,7 @@ func Run(o Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kernel baseline: priming: %w", err)
 		}
-		s, err := measure(up, down, nohook)
+		s, err := measure(up, down, nohook, nil)
 		if err != nil {
 			return nil, fmt.Errorf("kernel baseline: %w", err)
 		}
@@ -444,7 +452,16 @@ func Run(o Options) (*Result, error) {
 				snaps[len(snaps)-1][1] = sn
 			}
 		}
-		s, err := measure(up, down, hook)
+		var p0 dataplane.Counters
+		probe := func(start bool) *ProbeWorkers {
+			t := e.Totals()
+			if start {
+				p0 = t
+				return nil
+			}
+			return &ProbeWorkers{Wakeups: t.Sleeps - p0.Sleeps, RealtimeExits: t.RealtimeExits - p0.RealtimeExits}
+		}
+		s, err := measure(up, down, hook, probe)
 		if err != nil {
 			return nil, nil, fmt.Errorf("pppfwd: %w", err)
 		}
@@ -510,7 +527,7 @@ func Run(o Options) (*Result, error) {
 				brackets[len(brackets)-1][1] = w
 			}
 		}
-		s, err := measure(up, down, hook)
+		s, err := measure(up, down, hook, nil)
 		if err != nil {
 			return nil, nil, fmt.Errorf("floor: %w", err)
 		}

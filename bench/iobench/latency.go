@@ -23,8 +23,21 @@ type Latency struct {
 	MaxUs  float64 `json:"max_us"`
 	// Rounds is how many probe runs the figures pool (PoolLatency).
 	Rounds int `json:"rounds,omitempty"`
+	// Workers is what pppfwd's workers did while the probes ran (nil
+	// for the kernel's side).
+	Workers *ProbeWorkers `json:"workers,omitempty"`
 	// samples are the arrived probes' delays.
 	samples []time.Duration
+}
+
+// ProbeWorkers are pppfwd's workers' figures over a probe series (the
+// dataplane's Counters.Sleeps and RealtimeExits): how often they slept
+// and woke (about once per probe when each probe finds them asleep),
+// and how often they left the realtime class (0: every probe woke a
+// realtime thread).
+type ProbeWorkers struct {
+	Wakeups       uint64 `json:"wakeups"`
+	RealtimeExits uint64 `json:"realtime_exits"`
 }
 
 // percentiles sets the figures from l.samples, which it sorts.
@@ -60,6 +73,13 @@ func PoolLatency(ls []*Latency) *Latency {
 		out.Lost += l.Lost
 		out.Rounds += max(l.Rounds, 1)
 		out.samples = append(out.samples, l.samples...)
+		if w := l.Workers; w != nil {
+			if out.Workers == nil {
+				out.Workers = &ProbeWorkers{}
+			}
+			out.Workers.Wakeups += w.Wakeups
+			out.Workers.RealtimeExits += w.RealtimeExits
+		}
 	}
 	if out != nil {
 		out.percentiles()
@@ -74,6 +94,10 @@ func roundLatency(l *Latency) *Latency {
 	}
 	c := *l
 	c.samples = nil
+	if l.Workers != nil {
+		w := *l.Workers
+		c.Workers = &w
+	}
 	return &c
 }
 

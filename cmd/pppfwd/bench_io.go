@@ -136,6 +136,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		if l := s.Latency; l != nil {
 			fmt.Fprintf(tw, "%s latency\tp50 %.0f us, p90 %.0f us, p99 %.0f us, max %.0f us (%d probes over %d rounds, %d lost)\n",
 				name, l.P50Us, l.P90Us, l.P99Us, l.MaxUs, l.Probes, l.Rounds, l.Lost)
+			if w := l.Workers; w != nil {
+				fmt.Fprintf(tw, "%s workers while probing\t%d wakeups, %d exits from the realtime class\n", name, w.Wakeups, w.RealtimeExits)
+			}
 		}
 		if m := s.AtMaxLoad; m != nil {
 			fmt.Fprintf(tw, "%s at full load\t%.0f (offered %.0f; loss %.2f%%)\n", name, m.PPS, m.OfferedPPS, 100*m.Loss)
