@@ -113,16 +113,16 @@ type idler struct {
 	// ended, busyN the polls with work since; rtAfter (nanotime) is when
 	// a thread that dropped out may go back.
 	// wakes counts its wakeups in the class since winAt (nanotime).
-	rt   *pin.Policy
-	fifo bool
-	// c, if set, are the thread's counters: the idler keeps their
-	// Sleeps, Realtime and RealtimeExits (the thread publishes them).
-	c       *Counters
+	rt      *pin.Policy
+	fifo    bool
 	wokeAt  int64
 	rtAfter int64
 	busyN   uint32
 	winAt   int64
 	wakes   uint32
+	// c, if set, are the thread's counters: the idler keeps their
+	// Sleeps, Realtime and RealtimeExits (the thread publishes them).
+	c *Counters
 }
 
 // polledQueue is queue q of a port that is a nic.Pollable.
