@@ -148,8 +148,8 @@ func TestWorkerRT(t *testing.T) {
 }
 
 // TestWorkerRTCounters: a worker with Config.RTPrio publishes that it
-// waits in the realtime class and counts its sleeps; a stopped worker is
-// published out of the class.
+// waits in the realtime class and counts a sleep for each frame that
+// wakes it from one; a stopped worker is published out of the class.
 func TestWorkerRTCounters(t *testing.T) {
 	needRoot(t)
 	lan, wan := newPollPort(t, "lan", 1), newPollPort(t, "wan", 1)
@@ -163,22 +163,20 @@ func TestWorkerRTCounters(t *testing.T) {
 	frame := make([]byte, 60) // to another MAC: dropped, a wakeup
 	frame[0], frame[5], frame[12] = 0x02, 0x77, 0x08
 	for i := 0; i < 3; i++ {
+		// Asleep (its sleeps so far published as it went to sleep), a
+		// frame wakes it: one more sleep, published at the next.
+		waitFor(t, 2*time.Second, "the worker's sleep", func() bool { return e.wakers[0].sleeping.Load() })
+		s0 := w.Counters().Sleeps
 		lan.Inject(0, frame)
-		time.Sleep(20 * time.Millisecond)
+		waitFor(t, 2*time.Second, "the wakeup's count", func() bool { return w.Counters().Sleeps > s0 })
 	}
-	var c Counters
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if c = w.Counters(); c.Realtime == 1 && c.Sleeps >= 3 && c.Drops[DropNotOurMAC] == 3 {
-			break
-		}
-	}
-	if c.Realtime != 1 || c.Sleeps < 3 || c.RealtimeExits != 0 {
-		t.Errorf("running idle: Realtime %d, Sleeps %d, RealtimeExits %d; want 1, >= 3, 0", c.Realtime, c.Sleeps, c.RealtimeExits)
+	if c := w.Counters(); c.Realtime != 1 || c.Sleeps < 3 || c.RealtimeExits != 0 || c.Drops[DropNotOurMAC] != 3 {
+		t.Errorf("running idle: Realtime %d, Sleeps %d, RealtimeExits %d, drops %d; want 1, >= 3, 0, 3", c.Realtime, c.Sleeps, c.RealtimeExits, c.Drops[DropNotOurMAC])
 	}
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if c = w.Counters(); c.Realtime != 0 {
+	if c := w.Counters(); c.Realtime != 0 {
 		t.Errorf("stopped: Realtime %d", c.Realtime)
 	}
 }
