@@ -478,9 +478,7 @@ func (e *Engine) runSteer() {
 	if e.cfg.ThreadCPU != nil {
 		e.steerPub.cpu.Store(uint64(e.cfg.ThreadCPU() - cpu0))
 	}
-	if d.fifo {
-		d.setRT(false)
-	}
+	d.stopped()
 	e.steerPub.publish(&e.steerCounters)
 }
 

@@ -230,6 +230,14 @@ func (d *idler) rtTick() {
 	}
 }
 
+// stopped notes that the thread polls no more: it leaves the realtime
+// class, so that its last publish says so.
+func (d *idler) stopped() {
+	if d.fifo {
+		d.setRT(false)
+	}
+}
+
 // leaveRT makes the thread an ordinary task, sharing its CPU, until
 // rtHold after now (nanotime).
 func (d *idler) leaveRT(now int64) {

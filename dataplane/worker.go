@@ -243,9 +243,7 @@ func (w *Worker) loop(stop *atomic.Bool, rt *pin.Policy, ready func()) {
 	// out.
 	w.drainInject()
 	w.flush()
-	if d.fifo {
-		d.setRT(false) // a stopped worker is published out of the class
-	}
+	d.stopped()
 	w.publish(cpu0, true)
 }
 
