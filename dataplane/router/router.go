@@ -550,7 +550,7 @@ func logRing(logf func(string, ...any), side, ifname string, info PortInfo, busy
 		logf("pppfwd: %s %s: %v; receiving on TPACKET_V2 frames only (higher kernel cost per frame at full load)", side, ifname, info.RingErr)
 	}
 	switch {
-	case !busyPoll || info.Mode == "":
+	case !busyPoll:
 	case info.BusyPoll:
 		logf("pppfwd: %s %s: busy polling (afxdp.busy_poll)", side, ifname)
 	case info.BusyPollErr != nil:

@@ -291,8 +291,7 @@ func sleepString(s *Stats) string {
 		case ws.Realtime:
 			p += " (realtime)"
 		case ws.RealtimeExits > 0:
-			p += " (left realtime for load"
-			p += fmt.Sprintf(", %d times)", ws.RealtimeExits)
+			p += fmt.Sprintf(" (left realtime for load, %d times)", ws.RealtimeExits)
 		}
 		parts = append(parts, p)
 	}

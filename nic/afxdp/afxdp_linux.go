@@ -149,13 +149,12 @@ func Open(ifname string, o Options) (*Port, error) {
 		}
 	}
 	if o.BusyPoll && p.mode == ModeNative {
-		p.busyPoll = true
 		for _, s := range p.sys.socks {
 			if p.busyPollErr = s.setBusyPoll(); p.busyPollErr != nil {
-				p.busyPoll = false
 				break
 			}
 		}
+		p.busyPoll = p.busyPollErr == nil
 		for _, x := range p.qs {
 			x.busyPoll = p.busyPoll
 		}
