@@ -3,7 +3,9 @@
 package iobench
 
 import (
+	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,14 +119,15 @@ func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode, tx afpacket
 }
 
 // TestIntegrationRunLatencyPooled runs `bench io` with latency probes over
-// two rounds: each side's latency pools both rounds' probes, each round
-// keeps its own figures, and the reported deltas are pppfwd's pooled
-// percentiles minus the kernel's.
+// two rounds and the floor: each side's latency pools both rounds'
+// probes, each round keeps its own figures, the reported deltas are
+// pppfwd's (and the floor's) pooled percentiles minus the kernel's, and
+// the CSV holds every probe.
 func TestIntegrationRunLatencyPooled(t *testing.T) {
 	nettest.RequireRoot(t)
 	const probes = 30
 	res, err := Run(Options{Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond, Rate: 20000,
-		Latency: probes, Rounds: 2, Awake: true})
+		Latency: probes, Rounds: 2, Awake: true, Floor: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,10 +135,11 @@ func TestIntegrationRunLatencyPooled(t *testing.T) {
 		t.Error("the result does not say the probes ran with the CPUs awake")
 	}
 	k, p := res.Kernel.Latency, res.PPPFWD.Latency
-	if k == nil || p == nil {
-		t.Fatalf("latency missing: kernel %v, pppfwd %v", k, p)
+	if k == nil || p == nil || res.Floor == nil || res.Floor.Latency == nil {
+		t.Fatalf("latency missing: kernel %v, pppfwd %v, floor %+v", k, p, res.Floor)
 	}
-	for name, l := range map[string]*Latency{"kernel": k, "pppfwd": p} {
+	f := res.Floor.Latency
+	for name, l := range map[string]*Latency{"kernel": k, "pppfwd": p, "floor": f} {
 		if l.Probes != 2*probes || l.Rounds != 2 || l.Lost > probes/10 || l.P50Us <= 0 || l.P99Us < l.P50Us {
 			t.Errorf("%s pooled latency %+v", name, l)
 		}
@@ -144,7 +148,7 @@ func TestIntegrationRunLatencyPooled(t *testing.T) {
 		t.Fatalf("%d rounds", len(res.Rounds))
 	}
 	for i, r := range res.Rounds {
-		for name, l := range map[string]*Latency{"kernel": r.KernelLatency, "pppfwd": r.PPPFWDLatency} {
+		for name, l := range map[string]*Latency{"kernel": r.KernelLatency, "pppfwd": r.PPPFWDLatency, "floor": r.FloorLatency} {
 			if l == nil || l.Probes != probes || l.Rounds != 1 || l.P50Us <= 0 {
 				t.Errorf("round %d %s latency %+v", i, name, l)
 			}
@@ -160,5 +164,25 @@ func TestIntegrationRunLatencyPooled(t *testing.T) {
 	}
 	if res.LatencyP50DeltaUs != p.P50Us-k.P50Us || res.LatencyP99DeltaUs != p.P99Us-k.P99Us {
 		t.Errorf("deltas %v %v for pppfwd %+v, kernel %+v", res.LatencyP50DeltaUs, res.LatencyP99DeltaUs, p, k)
+	}
+	if res.FloorLatencyP50DeltaUs != f.P50Us-k.P50Us || res.FloorLatencyP99DeltaUs != f.P99Us-k.P99Us {
+		t.Errorf("floor deltas %v %v for floor %+v, kernel %+v", res.FloorLatencyP50DeltaUs, res.FloorLatencyP99DeltaUs, f, k)
+	}
+	var csv bytes.Buffer
+	if err := res.WriteLatencyCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSuffix(csv.String(), "\n"), "\n")
+	if len(rows) != 1+3*2*probes {
+		t.Fatalf("csv: %d rows, want %d", len(rows), 1+3*2*probes)
+	}
+	lost := 0
+	for _, row := range rows[1:] {
+		if strings.HasSuffix(row, ",") {
+			lost++
+		}
+	}
+	if lost != k.Lost+p.Lost+f.Lost {
+		t.Errorf("csv: %d lost probes, the sides say %d", lost, k.Lost+p.Lost+f.Lost)
 	}
 }

@@ -208,6 +208,12 @@ type Result struct {
 	// sides measured).
 	LatencyP50DeltaUs float64 `json:"latency_p50_delta_us,omitempty"`
 	LatencyP99DeltaUs float64 `json:"latency_p99_delta_us,omitempty"`
+	// FloorLatencyP50DeltaUs and FloorLatencyP99DeltaUs are the null
+	// forwarder's pooled percentiles minus the kernel's (Options.Floor
+	// too): what the backend's I/O path alone adds, without pppfwd's
+	// packet work.
+	FloorLatencyP50DeltaUs float64 `json:"floor_latency_p50_delta_us,omitempty"`
+	FloorLatencyP99DeltaUs float64 `json:"floor_latency_p99_delta_us,omitempty"`
 	// Rounds lists each round's figures (the best of each side's
 	// throughput and the pooled latency are reported above).
 	Rounds []Round `json:"rounds"`
@@ -228,6 +234,8 @@ type Round struct {
 	// (Options.Latency); the sides above report all rounds pooled.
 	KernelLatency *Latency `json:"kernel_latency,omitempty"`
 	PPPFWDLatency *Latency `json:"pppfwd_latency,omitempty"`
+	// FloorLatency: the null forwarder's probes (Options.Floor).
+	FloorLatency *Latency `json:"floor_latency,omitempty"`
 }
 
 func (o *Options) defaults() {

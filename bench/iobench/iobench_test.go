@@ -715,12 +715,17 @@ func TestProbeLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Probes != 20 || l.Lost != 0 || l.P50Us <= 0 || l.P99Us < l.P50Us || l.MaxUs < l.P99Us {
+	if l.Probes != 20 || l.Lost != 0 || l.P50Us <= 0 || l.P99Us < l.P50Us || l.MaxUs < l.P99Us || len(l.series) != 20 {
 		t.Fatalf("latency %+v", l)
+	}
+	for i, d := range l.series {
+		if d <= 0 {
+			t.Fatalf("probe %d: delay %v", i, d)
+		}
 	}
 	// A matcher that never matches: every probe is lost.
 	l, err = ProbeLatency(ga, gb, up[:1], func([]byte) int { return Other }, 2, 0, -1)
-	if err != nil || l.Lost != 2 || l.P50Us != 0 {
+	if err != nil || l.Lost != 2 || l.P50Us != 0 || len(l.series) != 2 || l.series[0] != -1 || l.series[1] != -1 {
 		t.Fatalf("unmatched probes: %+v, %v", l, err)
 	}
 }
@@ -774,8 +779,14 @@ func TestPoolLatency(t *testing.T) {
 	if PoolLatency([]*Latency{nil}) != nil || PoolLatency(nil) != nil {
 		t.Fatal("nothing to pool should give nil")
 	}
-	// A round's copy keeps the figures but not the samples.
-	if r := roundLatency(lb); r.P99Us != lb.P99Us || r.samples != nil || len(lb.samples) != 100 || r.Workers == lb.Workers || *r.Workers != *lb.Workers {
+	// A round's copy keeps the figures and the series but not the samples.
+	lb.series = []time.Duration{200 * us, -1}
+	if r := roundLatency(lb); r.P99Us != lb.P99Us || r.samples != nil || len(lb.samples) != 100 || r.Workers == lb.Workers || *r.Workers != *lb.Workers || len(r.series) != 2 {
 		t.Fatalf("round copy %+v", r)
+	}
+	// Pooling joins the series in order.
+	la.series = []time.Duration{100 * us}
+	if s := PoolLatency([]*Latency{la, lb}).series; len(s) != 3 || s[0] != 100*us || s[1] != 200*us || s[2] != -1 {
+		t.Fatalf("pooled series %v", s)
 	}
 }

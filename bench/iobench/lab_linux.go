@@ -546,7 +546,7 @@ func Run(o Options) (*Result, error) {
 	// Alternate the two measurements and keep the best round of each:
 	// on a shared machine other work only ever slows a run down. The
 	// latency probes of every round are pooled instead (PoolLatency).
-	var kernelLat, pppfwdLat []*Latency
+	var kernelLat, pppfwdLat, floorLat []*Latency
 	for r := 0; r < o.Rounds; r++ {
 		round := Round{}
 		if !o.SkipKernel {
@@ -591,6 +591,8 @@ func Run(o Options) (*Result, error) {
 				return nil, err
 			}
 			round.FloorPPS, round.FloorGenShare = f.PPS, f.GenCPUShare
+			round.FloorLatency = roundLatency(f.Latency)
+			floorLat = append(floorLat, f.Latency)
 			if res.Floor == nil || f.PPS > res.Floor.PPS {
 				res.Floor, res.FloorPerWorker = f, per
 			}
@@ -599,6 +601,7 @@ func Run(o Options) (*Result, error) {
 	}
 	if res.Floor != nil {
 		res.FloorPPS = res.Floor.PPS
+		res.Floor.Latency = PoolLatency(floorLat)
 	}
 	if res.UserSteer != nil && res.UserSteer.PPS > 0 {
 		res.UserSteerPPS = res.UserSteer.PPS
@@ -611,6 +614,9 @@ func Run(o Options) (*Result, error) {
 		res.Kernel.Latency = PoolLatency(kernelLat)
 		if k, p := res.Kernel.Latency, res.PPPFWD.Latency; k != nil && p != nil {
 			res.LatencyP50DeltaUs, res.LatencyP99DeltaUs = p.P50Us-k.P50Us, p.P99Us-k.P99Us
+		}
+		if k, f := res.Kernel.Latency, res.Floor; k != nil && f != nil && f.Latency != nil {
+			res.FloorLatencyP50DeltaUs, res.FloorLatencyP99DeltaUs = f.Latency.P50Us-k.P50Us, f.Latency.P99Us-k.P99Us
 		}
 	}
 	if res.KernelPPS > 0 {

@@ -26,8 +26,11 @@ type Latency struct {
 	// Workers is what pppfwd's workers did while the probes ran (nil
 	// for the kernel's side).
 	Workers *ProbeWorkers `json:"workers,omitempty"`
-	// samples are the arrived probes' delays.
+	// samples are the arrived probes' delays (sorted by percentiles);
+	// series is every probe's delay in the order sent, -1 for a lost one
+	// (what WriteLatencyCSV writes; a round's copy keeps it).
 	samples []time.Duration
+	series  []time.Duration
 }
 
 // ProbeWorkers are pppfwd's workers' figures over a probe series (the
@@ -73,6 +76,7 @@ func PoolLatency(ls []*Latency) *Latency {
 		out.Lost += l.Lost
 		out.Rounds += max(l.Rounds, 1)
 		out.samples = append(out.samples, l.samples...)
+		out.series = append(out.series, l.series...)
 		if w := l.Workers; w != nil {
 			if out.Workers == nil {
 				out.Workers = &ProbeWorkers{}
@@ -87,7 +91,8 @@ func PoolLatency(ls []*Latency) *Latency {
 	return out
 }
 
-// roundLatency is l's figures alone (its samples stay with l), nil for nil.
+// roundLatency is l's figures and probe series without its samples
+// (they stay with l for pooling), nil for nil.
 func roundLatency(l *Latency) *Latency {
 	if l == nil {
 		return nil
@@ -156,7 +161,9 @@ func ProbeLatency(a, b nic.Port, frames [][]byte, match Match, n int, interval t
 				}
 				for _, f := range rx[:m] {
 					if !got && match(f.Data()) == k {
-						lat.samples = append(lat.samples, time.Since(t0))
+						d := time.Since(t0)
+						lat.samples = append(lat.samples, d)
+						lat.series = append(lat.series, d)
 						got = true
 					}
 					f.Reset()
@@ -165,6 +172,7 @@ func ProbeLatency(a, b nic.Port, frames [][]byte, match Match, n int, interval t
 		}
 		if !got {
 			lat.Lost++
+			lat.series = append(lat.series, -1)
 		}
 		if d := interval - time.Since(t0); d > 0 {
 			time.Sleep(d)

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -37,6 +39,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
 	latency := fs.Int("latency", 0, "probe each side's one-way delay with this many single frames on the idle line, every round (0: no probe)")
 	awake := fs.Bool("awake", false, "keep the forwarder's CPUs out of the idle loop during the latency probes (a SCHED_IDLE busy loop on each, both sides): on a VM, takes the host's late wakeup of a halted vCPU out of both tails")
+	latencyOut := fs.String("latency-out", "", "with --latency: write every probe (io-latency.csv: side, round, probe, delay) and the sides' delay distributions (io-latency.png, .svg) into this directory")
 	floor := fs.Bool("floor", false, "also measure a null forwarder (same backend, ports and threads; frames moved unchanged): the I/O floor")
 	rounds := fs.Int("rounds", 2, "alternate the kernel, pppfwd (and floor) measurements this many times; the best throughput of each is reported, latency probes are pooled")
 	search := fs.Bool("search", true, "when a side loses frames at full load, bisect the offered rate for the highest one within --loss-tolerance")
@@ -51,6 +54,10 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pppfwd bench io: unexpected arguments %v\n", fs.Args())
+		return 2
+	}
+	if *latencyOut != "" && *latency <= 0 {
+		fmt.Fprintf(stderr, "pppfwd bench io: --latency-out needs --latency\n")
 		return 2
 	}
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
@@ -114,6 +121,16 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd: bench io: %v\n", err)
 		return 1
 	}
+	if *latencyOut != "" {
+		files, err := writeLatencyOut(res, *latencyOut)
+		if err != nil {
+			fmt.Fprintf(stderr, "pppfwd: bench io: --latency-out: %v\n", err)
+			return 1
+		}
+		for _, f := range files {
+			fmt.Fprintf(stderr, "wrote %s\n", f)
+		}
+	}
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
@@ -150,6 +167,9 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "ratio\t%.2f (at full load %.2f)\n", res.Ratio, res.RatioAtMaxLoad)
 		if res.PPPFWD.Latency != nil && res.Kernel.Latency != nil {
 			fmt.Fprintf(tw, "latency pppfwd - kernel\tp50 %+.0f us, p99 %+.0f us (all rounds pooled)\n", res.LatencyP50DeltaUs, res.LatencyP99DeltaUs)
+		}
+		if res.Floor != nil && res.Floor.Latency != nil && res.Kernel.Latency != nil {
+			fmt.Fprintf(tw, "latency floor - kernel\tp50 %+.0f us, p99 %+.0f us (the backend's I/O alone)\n", res.FloorLatencyP50DeltaUs, res.FloorLatencyP99DeltaUs)
 		}
 	}
 	if res.Floor != nil {
@@ -196,9 +216,37 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		if l := r.PPPFWDLatency; l != nil {
 			fmt.Fprintf(tw, "; pppfwd p50/p99 %.0f/%.0f us", l.P50Us, l.P99Us)
 		}
+		if l := r.FloorLatency; l != nil {
+			fmt.Fprintf(tw, "; floor p50/p99 %.0f/%.0f us", l.P50Us, l.P99Us)
+		}
 		fmt.Fprintln(tw)
 	}
 	fmt.Fprintf(tw, "fairness\t%s\n", res.Fairness)
 	tw.Flush()
 	return 0
+}
+
+// writeLatencyOut writes res's latency probes into dir (made if missing):
+// io-latency.csv and the delay distribution plots; it returns the files.
+func writeLatencyOut(res *iobench.Result, dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	name := filepath.Join(dir, "io-latency.csv")
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := res.WriteLatencyCSV(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	plots, err := iobench.PlotLatency(res, dir)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{name}, plots...), nil
 }

@@ -98,3 +98,12 @@ func TestBenchPipelineFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchIOFlags: --latency-out without probes to write is refused
+// before anything runs.
+func TestBenchIOFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := benchIO([]string{"--latency-out", t.TempDir()}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--latency-out needs --latency") || out.Len() > 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}

@@ -1,0 +1,145 @@
+package iobench
+
+import (
+	"encoding/csv"
+	"fmt"
+	"image/color"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// latencySides are r's measured sides that carry latency probes, in a
+// fixed order: name, the pooled side, and each round's copy.
+func (r *Result) latencySides() []struct {
+	name   string
+	pooled *Latency
+	round  func(Round) *Latency
+} {
+	type side = struct {
+		name   string
+		pooled *Latency
+		round  func(Round) *Latency
+	}
+	var out []side
+	if r.Kernel != nil && r.Kernel.Latency != nil {
+		out = append(out, side{"kernel", r.Kernel.Latency, func(x Round) *Latency { return x.KernelLatency }})
+	}
+	if r.PPPFWD.Latency != nil {
+		out = append(out, side{"pppfwd", r.PPPFWD.Latency, func(x Round) *Latency { return x.PPPFWDLatency }})
+	}
+	if r.Floor != nil && r.Floor.Latency != nil {
+		out = append(out, side{"floor", r.Floor.Latency, func(x Round) *Latency { return x.FloorLatency }})
+	}
+	return out
+}
+
+// WriteLatencyCSV writes every latency probe of r (Options.Latency), one
+// row each: the side (kernel, pppfwd, floor), the round (from 1), the
+// probe's number in its round (from 1, in the order sent, one every 2 ms)
+// and its delay in µs, empty for a probe lost. The order keeps what the
+// percentiles hide: whether the slow probes of a round come together.
+func (r *Result) WriteLatencyCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"side", "round", "probe", "delay_us"}); err != nil {
+		return err
+	}
+	for _, s := range r.latencySides() {
+		for ri, rd := range r.Rounds {
+			l := s.round(rd)
+			if l == nil {
+				continue
+			}
+			for i, d := range l.series {
+				v := ""
+				if d >= 0 {
+					v = strconv.FormatFloat(float64(d.Nanoseconds())/1e3, 'f', 3, 64)
+				}
+				if err := cw.Write([]string{s.name, strconv.Itoa(ri + 1), strconv.Itoa(i + 1), v}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// PlotLatency writes the pooled delay distribution of each side of r as
+// a complementary CDF (the share of probes slower than a delay, on a log
+// scale, so the tail that decides p99 is drawn as large as the body) into
+// dir as io-latency.png and io-latency.svg, and returns the files. It
+// needs r as Run returned it: the samples are not in the JSON.
+func PlotLatency(r *Result, dir string) ([]string, error) {
+	sides := r.latencySides()
+	if len(sides) == 0 {
+		return nil, fmt.Errorf("iobench: no latency probes to plot")
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("One-way delay, idle line (%s, %d B", r.Backend, r.Size)
+	if r.Awake {
+		p.Title.Text += ", awake"
+	}
+	p.Title.Text += ")"
+	p.X.Label.Text = "delay (µs)"
+	p.Y.Label.Text = "share of probes slower"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+	p.Legend.Top = true
+	colors := map[string]color.Color{
+		"kernel": color.RGBA{R: 200, G: 60, B: 40, A: 255},
+		"pppfwd": color.RGBA{R: 30, G: 90, B: 200, A: 255},
+		"floor":  color.RGBA{R: 40, G: 150, B: 60, A: 255},
+	}
+	drawn := 0
+	for _, s := range sides {
+		pts := ccdf(s.pooled)
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = colors[s.name]
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s p50 %.0f p99 %.0f µs (%d probes)", s.name, s.pooled.P50Us, s.pooled.P99Us, len(s.pooled.samples)), l)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("iobench: no latency probe arrived")
+	}
+	var files []string
+	for _, ext := range []string{".png", ".svg"} {
+		f := filepath.Join(dir, "io-latency"+ext)
+		if err := p.Save(16*vg.Centimeter, 10*vg.Centimeter, f); err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// ccdf is l's arrived probes as (delay µs, share of probes slower or as
+// slow), one point per sample: the share runs from 1 down to 1/n, never
+// 0, so a log scale can hold it.
+func ccdf(l *Latency) plotter.XYs {
+	n := len(l.samples)
+	if n == 0 {
+		return nil
+	}
+	sorted := slices.Clone(l.samples)
+	slices.Sort(sorted)
+	pts := make(plotter.XYs, n)
+	for i, d := range sorted {
+		pts[i].X = max(float64(d.Nanoseconds())/1e3, 0.001)
+		pts[i].Y = float64(n-i) / float64(n)
+	}
+	return pts
+}

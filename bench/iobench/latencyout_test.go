@@ -1,0 +1,120 @@
+package iobench
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// latencyResult is a Result with two rounds of probes on the kernel's,
+// pppfwd's and the floor's side, one probe of pppfwd's lost.
+func latencyResult() *Result {
+	us := time.Microsecond
+	mk := func(series ...time.Duration) *Latency {
+		l := &Latency{Probes: len(series), Rounds: 1, series: series}
+		for _, d := range series {
+			if d < 0 {
+				l.Lost++
+			} else {
+				l.samples = append(l.samples, d)
+			}
+		}
+		l.percentiles()
+		return l
+	}
+	k1, k2 := mk(50*us, 60*us), mk(70*us, 1500*us)
+	p1, p2 := mk(80*us, -1), mk(90*us, 2500*us)
+	f1, f2 := mk(75*us, 85*us), mk(95*us, 105*us)
+	r := &Result{Backend: "afpacket", Size: 64, Awake: true,
+		Kernel: &Side{}, Floor: &Side{},
+		Rounds: []Round{
+			{KernelLatency: roundLatency(k1), PPPFWDLatency: roundLatency(p1), FloorLatency: roundLatency(f1)},
+			{KernelLatency: roundLatency(k2), PPPFWDLatency: roundLatency(p2), FloorLatency: roundLatency(f2)},
+		}}
+	r.Kernel.Latency = PoolLatency([]*Latency{k1, k2})
+	r.PPPFWD.Latency = PoolLatency([]*Latency{p1, p2})
+	r.Floor.Latency = PoolLatency([]*Latency{f1, f2})
+	return r
+}
+
+// TestWriteLatencyCSV: one row per probe, per side and round in the
+// order sent, a lost probe with an empty delay.
+func TestWriteLatencyCSV(t *testing.T) {
+	var b bytes.Buffer
+	if err := latencyResult().WriteLatencyCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `side,round,probe,delay_us
+kernel,1,1,50.000
+kernel,1,2,60.000
+kernel,2,1,70.000
+kernel,2,2,1500.000
+pppfwd,1,1,80.000
+pppfwd,1,2,
+pppfwd,2,1,90.000
+pppfwd,2,2,2500.000
+floor,1,1,75.000
+floor,1,2,85.000
+floor,2,1,95.000
+floor,2,2,105.000
+`
+	if b.String() != want {
+		t.Fatalf("csv:\n%s\nwant:\n%s", b.String(), want)
+	}
+	// Without probes: the header alone.
+	b.Reset()
+	if err := (&Result{Rounds: []Round{{}}}).WriteLatencyCSV(&b); err != nil || b.String() != "side,round,probe,delay_us\n" {
+		t.Fatalf("no probes: %q, %v", b.String(), err)
+	}
+}
+
+// TestPlotLatency: the plot is written as PNG and SVG; with no probes
+// there is nothing to plot and it says so.
+func TestPlotLatency(t *testing.T) {
+	dir := t.TempDir()
+	files, err := PlotLatency(latencyResult(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || files[0] != filepath.Join(dir, "io-latency.png") || files[1] != filepath.Join(dir, "io-latency.svg") {
+		t.Fatalf("files %v", files)
+	}
+	png, err := os.ReadFile(files[0])
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("png: %v, %d bytes", err, len(png))
+	}
+	svg, err := os.ReadFile(files[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"kernel p50", "pppfwd p50", "floor p50"} {
+		if !strings.Contains(string(svg), s) {
+			t.Errorf("svg has no legend entry %q", s)
+		}
+	}
+	if _, err := PlotLatency(&Result{}, dir); err == nil {
+		t.Fatal("a result without probes plotted")
+	}
+}
+
+// TestCCDF: the points run from the fastest probe (share 1) to the
+// slowest (share 1/n), whatever order the samples are in.
+func TestCCDF(t *testing.T) {
+	us := time.Microsecond
+	pts := ccdf(&Latency{samples: []time.Duration{300 * us, 100 * us, 200 * us, 400 * us}})
+	want := [][2]float64{{100, 1}, {200, 0.75}, {300, 0.5}, {400, 0.25}}
+	if len(pts) != len(want) {
+		t.Fatalf("%d points", len(pts))
+	}
+	for i, w := range want {
+		if pts[i].X != w[0] || pts[i].Y != w[1] {
+			t.Errorf("point %d: %v, want %v", i, pts[i], w)
+		}
+	}
+	if ccdf(&Latency{}) != nil {
+		t.Fatal("points without samples")
+	}
+}
