@@ -126,9 +126,14 @@ func PlotLatency(r *Result, dir string) ([]string, error) {
 	return files, nil
 }
 
+// ccdfTail is how many of the slowest samples ccdf always keeps as
+// points, and ccdfBody about how many it keeps of the others.
+const ccdfTail, ccdfBody = 200, 400
+
 // ccdf is l's arrived probes as (delay µs, share of probes slower or as
-// slow), one point per sample: the share runs from 1 down to 1/n, never
-// 0, so a log scale can hold it.
+// slow), from the fastest to the slowest: the share runs from 1 down to
+// 1/n, never 0, so a log scale can hold it. The slowest ccdfTail samples
+// are one point each, the body is thinned to about ccdfBody points.
 func ccdf(l *Latency) plotter.XYs {
 	n := len(l.samples)
 	if n == 0 {
@@ -136,10 +141,13 @@ func ccdf(l *Latency) plotter.XYs {
 	}
 	sorted := slices.Clone(l.samples)
 	slices.Sort(sorted)
-	pts := make(plotter.XYs, n)
+	step := max(1, (n-ccdfTail)/ccdfBody)
+	var pts plotter.XYs
 	for i, d := range sorted {
-		pts[i].X = max(float64(d.Nanoseconds())/1e3, 0.001)
-		pts[i].Y = float64(n-i) / float64(n)
+		if i%step != 0 && i < n-ccdfTail {
+			continue
+		}
+		pts = append(pts, plotter.XY{X: max(float64(d.Nanoseconds())/1e3, 0.001), Y: float64(n-i) / float64(n)})
 	}
 	return pts
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 // latencyResult is a Result with two rounds of probes on the kernel's,
@@ -116,5 +118,28 @@ func TestCCDF(t *testing.T) {
 	}
 	if ccdf(&Latency{}) != nil {
 		t.Fatal("points without samples")
+	}
+	// 5000 samples: the body thinned, the 200 slowest all kept, the
+	// first and the last point always there.
+	var many []time.Duration
+	for i := 5000; i > 0; i-- {
+		many = append(many, time.Duration(i)*us)
+	}
+	pts = ccdf(&Latency{samples: many})
+	if len(pts) < ccdfTail+ccdfBody/2 || len(pts) > ccdfTail+2*ccdfBody {
+		t.Fatalf("%d points for 5000 samples", len(pts))
+	}
+	if pts[0] != (plotter.XY{X: 1, Y: 1}) || pts[len(pts)-1] != (plotter.XY{X: 5000, Y: 1.0 / 5000}) {
+		t.Fatalf("ends %v %v", pts[0], pts[len(pts)-1])
+	}
+	for i := len(pts) - ccdfTail; i < len(pts); i++ {
+		if pts[i].X != float64(5000-ccdfTail+1+i-(len(pts)-ccdfTail)) {
+			t.Fatalf("tail point %d: %v", i, pts[i])
+		}
+	}
+	for i := 1; i < len(pts); i++ {
+		if pts[i].X <= pts[i-1].X || pts[i].Y >= pts[i-1].Y {
+			t.Fatalf("points %d, %d out of order: %v %v", i-1, i, pts[i-1], pts[i])
+		}
 	}
 }
