@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -81,15 +82,21 @@ func PlotLatency(r *Result, dir string) ([]string, error) {
 		return nil, fmt.Errorf("iobench: no latency probes to plot")
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("One-way delay, idle line (%s, %d B", r.Backend, r.Size)
+	n := 0
+	for _, s := range sides {
+		n = max(n, s.pooled.Probes)
+	}
+	p.Title.Text = fmt.Sprintf("One-way delay, idle line (%s, %d B, %d probes a side", r.Backend, r.Size, n)
 	if r.Awake {
 		p.Title.Text += ", awake"
 	}
 	p.Title.Text += ")"
 	p.X.Label.Text = "delay (µs)"
 	p.Y.Label.Text = "share of probes slower"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, decadeTicks{1, 2, 5}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, decadeTicks{1}
+	// The curves run from the top left to the bottom right: the top
+	// right is free for the legend.
 	p.Legend.Top = true
 	colors := map[string]color.Color{
 		"kernel": color.RGBA{R: 200, G: 60, B: 40, A: 255},
@@ -109,7 +116,7 @@ func PlotLatency(r *Result, dir string) ([]string, error) {
 		l.Color = colors[s.name]
 		l.Width = vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s p50 %.0f p99 %.0f µs (%d probes)", s.name, s.pooled.P50Us, s.pooled.P99Us, len(s.pooled.samples)), l)
+		p.Legend.Add(fmt.Sprintf("%s: p50 %.0f, p99 %.0f µs", s.name, s.pooled.P50Us, s.pooled.P99Us), l)
 		drawn++
 	}
 	if drawn == 0 {
@@ -150,4 +157,27 @@ func ccdf(l *Latency) plotter.XYs {
 		pts = append(pts, plotter.XY{X: max(float64(d.Nanoseconds())/1e3, 0.001), Y: float64(n-i) / float64(n)})
 	}
 	return pts
+}
+
+// decadeTicks marks m×10^k for each m in it and every k in the axis's
+// range, labelled as plain numbers (0.001, 20, 5000), which log axes
+// of delays and shares read better in than powers of ten.
+type decadeTicks []float64
+
+// Ticks implements plot.Ticker.
+func (dt decadeTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	if lo <= 0 || hi <= lo {
+		return ts
+	}
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for _, m := range dt {
+			v := m * math.Pow(10, e)
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+		}
+	}
+	return ts
 }

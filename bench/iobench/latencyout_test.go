@@ -92,7 +92,7 @@ func TestPlotLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"kernel p50", "pppfwd p50", "floor p50"} {
+	for _, s := range []string{"kernel: p50", "pppfwd: p50", "floor: p50"} {
 		if !strings.Contains(string(svg), s) {
 			t.Errorf("svg has no legend entry %q", s)
 		}
@@ -141,5 +141,26 @@ func TestCCDF(t *testing.T) {
 		if pts[i].X <= pts[i-1].X || pts[i].Y >= pts[i-1].Y {
 			t.Fatalf("points %d, %d out of order: %v %v", i-1, i, pts[i-1], pts[i])
 		}
+	}
+}
+
+// TestDecadeTicks: the marks are m×10^k inside the range, labelled plainly.
+func TestDecadeTicks(t *testing.T) {
+	var got []string
+	for _, tk := range (decadeTicks{1, 2, 5}).Ticks(30, 1200) {
+		got = append(got, tk.Label)
+	}
+	if strings.Join(got, " ") != "50 100 200 500 1000" {
+		t.Fatalf("ticks %v", got)
+	}
+	got = got[:0]
+	for _, tk := range (decadeTicks{1}).Ticks(0.0002, 1) {
+		got = append(got, tk.Label)
+	}
+	if strings.Join(got, " ") != "0.001 0.01 0.1 1" {
+		t.Fatalf("ticks %v", got)
+	}
+	if len((decadeTicks{1}).Ticks(0, 1)) != 0 {
+		t.Fatal("ticks on a range a log axis cannot hold")
 	}
 }
