@@ -15,27 +15,26 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// latencySides are r's measured sides that carry latency probes, in a
-// fixed order: name, the pooled side, and each round's copy.
-func (r *Result) latencySides() []struct {
+// latencySide is one measured side's probes: its name, its rounds
+// pooled, and how to find its copy in a round.
+type latencySide struct {
 	name   string
 	pooled *Latency
 	round  func(Round) *Latency
-} {
-	type side = struct {
-		name   string
-		pooled *Latency
-		round  func(Round) *Latency
-	}
-	var out []side
+}
+
+// latencySides are r's measured sides that carry latency probes, in a
+// fixed order: kernel, pppfwd, floor.
+func (r *Result) latencySides() []latencySide {
+	var out []latencySide
 	if r.Kernel != nil && r.Kernel.Latency != nil {
-		out = append(out, side{"kernel", r.Kernel.Latency, func(x Round) *Latency { return x.KernelLatency }})
+		out = append(out, latencySide{"kernel", r.Kernel.Latency, func(x Round) *Latency { return x.KernelLatency }})
 	}
 	if r.PPPFWD.Latency != nil {
-		out = append(out, side{"pppfwd", r.PPPFWD.Latency, func(x Round) *Latency { return x.PPPFWDLatency }})
+		out = append(out, latencySide{"pppfwd", r.PPPFWD.Latency, func(x Round) *Latency { return x.PPPFWDLatency }})
 	}
 	if r.Floor != nil && r.Floor.Latency != nil {
-		out = append(out, side{"floor", r.Floor.Latency, func(x Round) *Latency { return x.FloorLatency }})
+		out = append(out, latencySide{"floor", r.Floor.Latency, func(x Round) *Latency { return x.FloorLatency }})
 	}
 	return out
 }
