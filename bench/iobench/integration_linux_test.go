@@ -118,6 +118,45 @@ func testPipelineVeth(t *testing.T, backend string, mode afxdp.Mode, tx afpacket
 	}
 }
 
+// TestIntegrationRunInterleaved runs `bench io` with an interleaved probe
+// series: both paths probed, every probe of each arriving but a few, the
+// deltas pppfwd's minus the kernel's, pppfwd's workers woken about once
+// a probe, and the CSV holding the series.
+func TestIntegrationRunInterleaved(t *testing.T) {
+	nettest.RequireRoot(t)
+	const probes = 40
+	res, err := Run(Options{Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond, Rate: 20000,
+		Latency: probes, Rounds: 1, Interleave: true, Search: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	il := res.Interleaved
+	if il == nil || il.Kernel == nil || il.PPPFWD == nil {
+		t.Fatalf("interleaved %+v", il)
+	}
+	for name, l := range map[string]*Latency{"kernel": il.Kernel, "pppfwd": il.PPPFWD} {
+		if l.Probes != probes || l.Lost > probes/10 || l.P50Us <= 0 || l.P99Us < l.P50Us || len(l.series) != probes {
+			t.Errorf("%s: %+v", name, l)
+		}
+	}
+	if il.P50DeltaUs != il.PPPFWD.P50Us-il.Kernel.P50Us || il.P99DeltaUs != il.PPPFWD.P99Us-il.Kernel.P99Us {
+		t.Errorf("deltas %v %v for %+v, %+v", il.P50DeltaUs, il.P99DeltaUs, il.PPPFWD, il.Kernel)
+	}
+	if w := il.PPPFWD.Workers; w == nil || w.Wakeups+4 < uint64(probes-il.PPPFWD.Lost) {
+		t.Errorf("pppfwd's workers while probing: %+v", w)
+	}
+	var csv bytes.Buffer
+	if err := res.WriteLatencyCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(csv.String(), "-interleaved,1,"); n != 2*probes {
+		t.Errorf("csv: %d interleaved rows, want %d", n, 2*probes)
+	}
+	if _, err := Run(Options{Latency: 0, Interleave: true}); err == nil {
+		t.Error("interleaved probes without latency probes ran")
+	}
+}
+
 // TestIntegrationRunLatencyPooled runs `bench io` with latency probes over
 // two rounds and the floor: each side's latency pools both rounds'
 // probes, each round keeps its own figures, the reported deltas are

@@ -82,6 +82,13 @@ type Options struct {
 	// reported pppfwd side, whose WAN port's program steers them to their
 	// owners (more than one worker, afpacket).
 	SteerCompare bool
+	// Interleave, with Latency, adds one more probe series after the
+	// rounds: the kernel's path and pppfwd's probed in turn, probe by
+	// probe (ProbePaths), the kernel forwarding on a second line of its
+	// own (the same namespaces, RPS and pinning) while pppfwd runs on
+	// the first, so that a stretch of slow machine time falls on both
+	// alike. Needs the kernel's side.
+	Interleave bool
 }
 
 // Side is one measurement (pppfwd or kernel).
@@ -214,9 +221,21 @@ type Result struct {
 	// packet work.
 	FloorLatencyP50DeltaUs float64 `json:"floor_latency_p50_delta_us,omitempty"`
 	FloorLatencyP99DeltaUs float64 `json:"floor_latency_p99_delta_us,omitempty"`
+	// Interleaved is Options.Interleave's probe series.
+	Interleaved *Interleaved `json:"interleaved,omitempty"`
 	// Rounds lists each round's figures (the best of each side's
 	// throughput and the pooled latency are reported above).
 	Rounds []Round `json:"rounds"`
+}
+
+// Interleaved is the kernel's and pppfwd's one-way delays probed in turn,
+// probe by probe, on two lines at once (Options.Interleave), and pppfwd's
+// percentiles minus the kernel's.
+type Interleaved struct {
+	Kernel     *Latency `json:"kernel"`
+	PPPFWD     *Latency `json:"pppfwd"`
+	P50DeltaUs float64  `json:"p50_delta_us"`
+	P99DeltaUs float64  `json:"p99_delta_us"`
 }
 
 // Round is one kernel + pppfwd measurement pair.

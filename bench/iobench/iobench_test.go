@@ -730,6 +730,52 @@ func TestProbeLatency(t *testing.T) {
 	}
 }
 
+// sendLog is a port that notes its name in a shared log at each send.
+type sendLog struct {
+	nic.Port
+	name string
+	log  *[]string
+}
+
+func (p sendLog) Send(q int, fs []*nic.Frame) (int, error) {
+	*p.log = append(*p.log, p.name)
+	return p.Port.Send(q, fs)
+}
+
+// TestProbePaths: two lines probed in turn, the turn reversed every
+// other cycle (A B B A A B), each path's probes its own, all arriving.
+func TestProbePaths(t *testing.T) {
+	var log []string
+	var paths []ProbePath
+	flows := Flows(8, 0, 0)
+	for _, name := range []string{"one", "two"} {
+		ga, lan, gb, wan := memLine(1)
+		nf := StartNull(lan, wan, nil)
+		defer nf.Stop()
+		paths = append(paths, ProbePath{A: sendLog{ga, name, &log}, B: gb,
+			Frames: mustUplinks(t, flows, pipeline.ACMAC, fixedSize(64)),
+			Match:  FastMatch(pipeline.ACMAC[:], hdr.EtherTypeIPv4, len(flows))})
+	}
+	ls, err := ProbePaths(paths, 3, 200*time.Microsecond, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(log, " "); got != "one two two one one two" {
+		t.Fatalf("send order %q", got)
+	}
+	for i, l := range ls {
+		if l.Probes != 3 || l.Lost != 0 || l.Rounds != 1 || len(l.series) != 3 || l.P50Us <= 0 {
+			t.Errorf("path %d: %+v", i, l)
+		}
+	}
+	if _, err := ProbePaths(nil, 3, 0, -1); err == nil {
+		t.Error("no paths probed")
+	}
+	if _, err := ProbePaths([]ProbePath{{A: paths[0].A, B: paths[0].B, Match: paths[0].Match}}, 3, 0, -1); err == nil {
+		t.Error("a path without frames probed")
+	}
+}
+
 // TestPoolLatency: pooled percentiles are those of all runs' samples
 // together, not of one run; nil runs are skipped and probe counts add.
 func TestPoolLatency(t *testing.T) {

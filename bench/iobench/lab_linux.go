@@ -283,6 +283,9 @@ func Run(o Options) (*Result, error) {
 	} else {
 		res.Fairness = "no pinning: generator, kernel forwarding and pppfwd share every CPU"
 	}
+	if o.Interleave && (o.Latency <= 0 || o.SkipKernel) {
+		return nil, fmt.Errorf("iobench: interleaved probes need latency probes and the kernel's side")
+	}
 	if o.Awake && len(fwdCPUs) == 0 {
 		return nil, fmt.Errorf("iobench: awake needs pinning and 2 CPUs or more")
 	}
@@ -294,16 +297,24 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if genCPU >= 0 {
+	// lineRPS puts a line's receive work where the fairness note says.
+	lineRPS := func(ln *nettest.Line) error {
+		if genCPU < 0 {
+			return nil
+		}
 		for _, s := range []struct {
 			ns   *nettest.NS
 			ifn  string
 			cpus []int
 		}{{ln.R, ln.RA, fwdCPUs}, {ln.R, ln.RB, fwdCPUs}, {ln.A, ln.AIf, []int{genCPU}}, {ln.B, ln.BIf, []int{genCPU}}} {
 			if err := setRPS(s.ns, s.ifn, o.Workers, s.cpus); err != nil {
-				return nil, err
+				return err
 			}
 		}
+		return nil
+	}
+	if err := lineRPS(ln); err != nil {
+		return nil, err
 	}
 	topo, err := NewTopo(ln)
 	if err != nil {
@@ -331,6 +342,34 @@ func Run(o Options) (*Result, error) {
 		s.Rate = rate
 		return &s, nil
 	}
+	// placeProbes sets the CPUs up for a probe series and returns what
+	// undoes it.
+	placeProbes := func() (func(), error) {
+		stop := func() {}
+		if genCPU >= 0 {
+			// The process's own threads (the Go runtime's, the
+			// engine's control goroutine) run on the forwarder's
+			// CPUs while probing, with the forwarder, not on the
+			// generator's: the probes time the forwarder, not how
+			// often pppfwd's runtime interrupts the generator.
+			back, _, err := pin.MoveThreads(fwdCPUs)
+			if err != nil {
+				return nil, err
+			}
+			stop = back
+		}
+		if o.Awake {
+			// Both sides are probed under the same loops.
+			stopLoops, _, err := pin.IdleLoops(fwdCPUs)
+			if err != nil {
+				stop()
+				return nil, err
+			}
+			back := stop
+			stop = func() { stopLoops(); back() }
+		}
+		return stop, nil
+	}
 	// measure measures one side: hook brackets each throughput trial,
 	// probe (if not nil) the latency probes, returning what it saw.
 	measure := func(up, down [][]byte, hook func(bool), probe func(start bool) *ProbeWorkers) (*Side, error) {
@@ -338,28 +377,9 @@ func Run(o Options) (*Result, error) {
 			return trial(up, down, rate, window)
 		}, hook)
 		if err == nil && o.Latency > 0 {
-			stop := func() {}
-			if genCPU >= 0 {
-				// The process's own threads (the Go runtime's, the
-				// engine's control goroutine) run on the forwarder's
-				// CPUs while probing, with the forwarder, not on the
-				// generator's: the probes time the forwarder, not how
-				// often pppfwd's runtime interrupts the generator.
-				var back func()
-				if back, _, err = pin.MoveThreads(fwdCPUs); err != nil {
-					return nil, err
-				}
-				stop = back
-			}
-			if o.Awake {
-				// Both sides are probed under the same loops.
-				stopLoops, _, err := pin.IdleLoops(fwdCPUs)
-				if err != nil {
-					stop()
-					return nil, err
-				}
-				back := stop
-				stop = func() { stopLoops(); back() }
+			var stop func()
+			if stop, err = placeProbes(); err != nil {
+				return nil, err
 			}
 			if probe != nil {
 				probe(true)
@@ -412,9 +432,12 @@ func Run(o Options) (*Result, error) {
 		// them handed to another worker.
 		upRx, upRedirected uint64
 	}
+	fwdConfig := func(userSteer bool) FwdConfig {
+		return FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, BusyPoll: o.BusyPoll, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, Poll: o.Poll, Slice: o.slice(), RTPrio: o.rtPrio(),
+			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs, UserSteer: userSteer}
+	}
 	pppfwdRound := func(userSteer bool) (*Side, *engineFigures, error) {
-		fw, err := topo.StartForwarder(FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, BusyPoll: o.BusyPoll, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, Poll: o.Poll, Slice: o.slice(), RTPrio: o.rtPrio(),
-			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs, UserSteer: userSteer})
+		fw, err := topo.StartForwarder(fwdConfig(userSteer))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -543,6 +566,74 @@ func Run(o Options) (*Result, error) {
 		return s, per, nil
 	}
 
+	// interleaved probes the kernel's path on a second line and
+	// pppfwd's on the first in turn (Options.Interleave).
+	interleaved := func() (*Interleaved, error) {
+		lab2 := nettest.New()
+		defer lab2.Close()
+		ln2, err := lab2.NewLine(nettest.LineConfig{Routed: true, Queues: o.Workers})
+		if err != nil {
+			return nil, err
+		}
+		if err := lineRPS(ln2); err != nil {
+			return nil, err
+		}
+		topo2, err := NewTopo(ln2)
+		if err != nil {
+			return nil, err
+		}
+		defer topo2.Close()
+		pub2, err := topo2.SetupKernel(flows)
+		if err != nil {
+			return nil, err
+		}
+		upK, err := uplinks(flows, topo2.RAMAC, fixedSize(o.Size))
+		if err != nil {
+			return nil, err
+		}
+		downK, err := Prime(topo2.A, topo2.B, upK, flows, CheckUpMasq(flows, pub2), CheckDown(flows), time.Second, 3)
+		if err != nil {
+			return nil, fmt.Errorf("interleaved: the kernel's line: priming: %w", err)
+		}
+		fw, err := topo.StartForwarder(fwdConfig(false))
+		if err != nil {
+			return nil, err
+		}
+		stopped := false
+		defer func() {
+			if !stopped {
+				fw.Stop()
+			}
+		}()
+		upP, err := uplinks(flows, pipeline.RouterMAC, fixedSize(o.Size))
+		if err != nil {
+			return nil, err
+		}
+		downP, err := Prime(topo.A, topo.B, upP, flows, CheckUpPPPoE(flows), CheckDown(flows), time.Second, 3)
+		if err != nil {
+			return nil, fmt.Errorf("interleaved: pppfwd: priming: %w", err)
+		}
+		stop, err := placeProbes()
+		if err != nil {
+			return nil, err
+		}
+		t0 := fw.Engine.Totals()
+		ls, err := ProbePaths([]ProbePath{
+			{A: topo2.A, B: topo2.B, Frames: upK, Match: FastMatch(pipeline.ACMAC[:], etherTypeOf(downK), len(flows))},
+			{A: topo.A, B: topo.B, Frames: upP, Match: FastMatch(pipeline.ACMAC[:], etherTypeOf(downP), len(flows))},
+		}, o.Latency, 2*time.Millisecond, genCPU)
+		t1 := fw.Engine.Totals()
+		stop()
+		if err != nil {
+			return nil, err
+		}
+		il := &Interleaved{Kernel: ls[0], PPPFWD: ls[1]}
+		il.PPPFWD.Workers = &ProbeWorkers{Wakeups: t1.Sleeps - t0.Sleeps, RealtimeExits: t1.RealtimeExits - t0.RealtimeExits}
+		il.P50DeltaUs, il.P99DeltaUs = il.PPPFWD.P50Us-il.Kernel.P50Us, il.PPPFWD.P99Us-il.Kernel.P99Us
+		stopped = true
+		return il, fw.Stop()
+	}
+
 	// Alternate the two measurements and keep the best round of each:
 	// on a shared machine other work only ever slows a run down. The
 	// latency probes of every round are pooled instead (PoolLatency).
@@ -598,6 +689,11 @@ func Run(o Options) (*Result, error) {
 			}
 		}
 		res.Rounds = append(res.Rounds, round)
+	}
+	if o.Interleave {
+		if res.Interleaved, err = interleaved(); err != nil {
+			return nil, err
+		}
 	}
 	if res.Floor != nil {
 		res.FloorPPS = res.Floor.PPS

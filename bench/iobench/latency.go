@@ -114,8 +114,34 @@ const probeTimeout = 100 * time.Millisecond
 // maps to its index (other frames are skipped). It runs on the calling
 // goroutine, pinned to cpu (-1: not pinned) as the generator is.
 func ProbeLatency(a, b nic.Port, frames [][]byte, match Match, n int, interval time.Duration, cpu int) (*Latency, error) {
-	if n <= 0 || len(frames) == 0 {
-		return nil, fmt.Errorf("iobench: latency probe needs frames and a count")
+	ls, err := ProbePaths([]ProbePath{{A: a, B: b, Frames: frames, Match: match}}, n, interval, cpu)
+	if err != nil {
+		return nil, err
+	}
+	return ls[0], nil
+}
+
+// ProbePath is one path latency probes cross: frames sent from A, told
+// apart at B by Match.
+type ProbePath struct {
+	A, B   nic.Port
+	Frames [][]byte
+	Match  Match
+}
+
+// ProbePaths probes every path n times as ProbeLatency probes one, one
+// probe every interval, taking the paths in turn and reversing the turn
+// every other cycle (A B, B A, A B, ...): a stretch of slow machine time
+// falls on every path alike, and no path always follows another. It
+// returns each path's Latency, in the order of paths.
+func ProbePaths(paths []ProbePath, n int, interval time.Duration, cpu int) ([]*Latency, error) {
+	if n <= 0 || len(paths) == 0 {
+		return nil, fmt.Errorf("iobench: latency probe needs a path and a count")
+	}
+	for _, p := range paths {
+		if len(p.Frames) == 0 {
+			return nil, fmt.Errorf("iobench: latency probe needs frames")
+		}
 	}
 	if cpu >= 0 {
 		if err := pin.Pin(cpu); err != nil {
@@ -125,44 +151,55 @@ func ProbeLatency(a, b nic.Port, frames [][]byte, match Match, n int, interval t
 	}
 	tx := nic.NewFrames(1)
 	rx := nic.NewFrames(64)
-	// Both lists hold every probe from the start: no allocation (and so
+	// The lists hold every probe from the start: no allocation (and so
 	// no collection by the Go runtime) while probing.
-	lat := &Latency{Probes: n, samples: make([]time.Duration, 0, n), series: make([]time.Duration, 0, n)}
-	// The line must be idle: let what a load left in flight arrive, and
+	lats := make([]*Latency, len(paths))
+	for i := range lats {
+		lats[i] = &Latency{Probes: n, Rounds: 1, samples: make([]time.Duration, 0, n), series: make([]time.Duration, 0, n)}
+	}
+	// The lines must be idle: let what a load left in flight arrive, and
 	// throw it away.
 	time.Sleep(100 * time.Millisecond)
-	for q := 0; q < b.Queues(); q++ {
-		for {
-			m, err := b.Recv(q, rx)
-			if err != nil {
-				return nil, err
-			}
-			for _, f := range rx[:m] {
-				f.Reset()
-			}
-			if m == 0 {
-				break
-			}
-		}
-	}
-	for i := 0; i < n; i++ {
-		k := i % len(frames)
-		tx[0].Reset()
-		tx[0].SetData(frames[k])
-		t0 := time.Now()
-		if sent, err := a.Send(0, tx); err != nil || sent != 1 {
-			return nil, fmt.Errorf("iobench: latency probe %d not sent: %v", i, err)
-		}
-		flushTX(a)
-		got := false
-		for !got && time.Since(t0) < probeTimeout {
-			for q := 0; q < b.Queues() && !got; q++ {
-				m, err := b.Recv(q, rx)
+	for _, p := range paths {
+		for q := 0; q < p.B.Queues(); q++ {
+			for {
+				m, err := p.B.Recv(q, rx)
 				if err != nil {
 					return nil, err
 				}
 				for _, f := range rx[:m] {
-					if !got && match(f.Data()) == k {
+					f.Reset()
+				}
+				if m == 0 {
+					break
+				}
+			}
+		}
+	}
+	np := len(paths)
+	for i := 0; i < n*np; i++ {
+		cycle, j := i/np, i%np
+		if cycle%2 == 1 {
+			j = np - 1 - j
+		}
+		p, lat := paths[j], lats[j]
+		k := cycle % len(p.Frames)
+		tx[0].Reset()
+		tx[0].SetData(p.Frames[k])
+		t0 := time.Now()
+		if sent, err := p.A.Send(0, tx); err != nil || sent != 1 {
+			return nil, fmt.Errorf("iobench: latency probe %d not sent: %v", i, err)
+		}
+		flushTX(p.A)
+		got := false
+		for !got && time.Since(t0) < probeTimeout {
+			for q := 0; q < p.B.Queues() && !got; q++ {
+				m, err := p.B.Recv(q, rx)
+				if err != nil {
+					return nil, err
+				}
+				for _, f := range rx[:m] {
+					if !got && p.Match(f.Data()) == k {
 						d := time.Since(t0)
 						lat.samples = append(lat.samples, d)
 						lat.series = append(lat.series, d)
@@ -180,7 +217,8 @@ func ProbeLatency(a, b nic.Port, frames [][]byte, match Match, n int, interval t
 			time.Sleep(d)
 		}
 	}
-	lat.Rounds = 1
-	lat.percentiles()
-	return lat, nil
+	for _, l := range lats {
+		l.percentiles()
+	}
+	return lats, nil
 }

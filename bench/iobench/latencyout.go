@@ -40,30 +40,44 @@ func (r *Result) latencySides() []latencySide {
 }
 
 // WriteLatencyCSV writes every latency probe of r (Options.Latency), one
-// row each: the side (kernel, pppfwd, floor), the round (from 1), the
-// probe's number in its round (from 1, in the order sent, one every 2 ms)
-// and its delay in µs, empty for a probe lost. The order keeps what the
+// row each: the side (kernel, pppfwd, floor; kernel-interleaved and
+// pppfwd-interleaved for Options.Interleave's series, round 1), the round
+// (from 1), the probe's number in its round (from 1, in the order sent:
+// one every 2 ms, in an interleaved series one every 4 ms a side) and its
+// delay in µs, empty for a probe lost. The order keeps what the
 // percentiles hide: whether the slow probes of a round come together.
 func (r *Result) WriteLatencyCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write([]string{"side", "round", "probe", "delay_us"}); err != nil {
 		return err
 	}
+	series := func(side string, round int, l *Latency) error {
+		for i, d := range l.series {
+			v := ""
+			if d >= 0 {
+				v = strconv.FormatFloat(float64(d.Nanoseconds())/1e3, 'f', 3, 64)
+			}
+			if err := cw.Write([]string{side, strconv.Itoa(round), strconv.Itoa(i + 1), v}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for _, s := range r.latencySides() {
 		for ri, rd := range r.Rounds {
-			l := s.round(rd)
-			if l == nil {
-				continue
-			}
-			for i, d := range l.series {
-				v := ""
-				if d >= 0 {
-					v = strconv.FormatFloat(float64(d.Nanoseconds())/1e3, 'f', 3, 64)
-				}
-				if err := cw.Write([]string{s.name, strconv.Itoa(ri + 1), strconv.Itoa(i + 1), v}); err != nil {
+			if l := s.round(rd); l != nil {
+				if err := series(s.name, ri+1, l); err != nil {
 					return err
 				}
 			}
+		}
+	}
+	if il := r.Interleaved; il != nil {
+		if err := series("kernel-interleaved", 1, il.Kernel); err != nil {
+			return err
+		}
+		if err := series("pppfwd-interleaved", 1, il.PPPFWD); err != nil {
+			return err
 		}
 	}
 	cw.Flush()
@@ -77,7 +91,7 @@ func (r *Result) WriteLatencyCSV(w io.Writer) error {
 // needs r as Run returned it: the samples are not in the JSON.
 func PlotLatency(r *Result, dir string) ([]string, error) {
 	sides := r.latencySides()
-	if len(sides) == 0 {
+	if len(sides) == 0 && r.Interleaved == nil {
 		return nil, fmt.Errorf("iobench: no latency probes to plot")
 	}
 	p := plot.New()
@@ -102,9 +116,23 @@ func PlotLatency(r *Result, dir string) ([]string, error) {
 		"pppfwd": color.RGBA{R: 30, G: 90, B: 200, A: 255},
 		"floor":  color.RGBA{R: 40, G: 150, B: 60, A: 255},
 	}
-	drawn := 0
+	type curve struct {
+		label  string
+		l      *Latency
+		c      color.Color
+		dashed bool
+	}
+	var curves []curve
 	for _, s := range sides {
-		pts := ccdf(s.pooled)
+		curves = append(curves, curve{s.name, s.pooled, colors[s.name], false})
+	}
+	if il := r.Interleaved; il != nil {
+		curves = append(curves, curve{"kernel, in turn", il.Kernel, colors["kernel"], true},
+			curve{"pppfwd, in turn", il.PPPFWD, colors["pppfwd"], true})
+	}
+	drawn := 0
+	for _, cv := range curves {
+		pts := ccdf(cv.l)
 		if len(pts) == 0 {
 			continue
 		}
@@ -112,10 +140,13 @@ func PlotLatency(r *Result, dir string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.Color = colors[s.name]
+		l.Color = cv.c
 		l.Width = vg.Points(1.5)
+		if cv.dashed {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s: p50 %.0f, p99 %.0f µs", s.name, s.pooled.P50Us, s.pooled.P99Us), l)
+		p.Legend.Add(fmt.Sprintf("%s: p50 %.0f, p99 %.0f µs", cv.label, cv.l.P50Us, cv.l.P99Us), l)
 		drawn++
 	}
 	if drawn == 0 {

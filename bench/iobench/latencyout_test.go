@@ -42,6 +42,18 @@ func latencyResult() *Result {
 	return r
 }
 
+// withInterleaved adds an interleaved series to r: the kernel's two
+// probes, pppfwd's two, one lost.
+func withInterleaved(r *Result) *Result {
+	us := time.Microsecond
+	k := &Latency{Probes: 2, Rounds: 1, samples: []time.Duration{55 * us, 65 * us}, series: []time.Duration{55 * us, 65 * us}}
+	p := &Latency{Probes: 2, Rounds: 1, Lost: 1, samples: []time.Duration{77 * us}, series: []time.Duration{-1, 77 * us}}
+	k.percentiles()
+	p.percentiles()
+	r.Interleaved = &Interleaved{Kernel: k, PPPFWD: p}
+	return r
+}
+
 // TestWriteLatencyCSV: one row per probe, per side and round in the
 // order sent, a lost probe with an empty delay.
 func TestWriteLatencyCSV(t *testing.T) {
@@ -66,6 +78,20 @@ floor,2,2,105.000
 	if b.String() != want {
 		t.Fatalf("csv:\n%s\nwant:\n%s", b.String(), want)
 	}
+	// An interleaved series follows, round 1, each side's probes in
+	// their order.
+	b.Reset()
+	if err := withInterleaved(latencyResult()).WriteLatencyCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	want += `kernel-interleaved,1,1,55.000
+kernel-interleaved,1,2,65.000
+pppfwd-interleaved,1,1,
+pppfwd-interleaved,1,2,77.000
+`
+	if b.String() != want {
+		t.Fatalf("csv with an interleaved series:\n%s\nwant:\n%s", b.String(), want)
+	}
 	// Without probes: the header alone.
 	b.Reset()
 	if err := (&Result{Rounds: []Round{{}}}).WriteLatencyCSV(&b); err != nil || b.String() != "side,round,probe,delay_us\n" {
@@ -77,7 +103,7 @@ floor,2,2,105.000
 // there is nothing to plot and it says so.
 func TestPlotLatency(t *testing.T) {
 	dir := t.TempDir()
-	files, err := PlotLatency(latencyResult(), dir)
+	files, err := PlotLatency(withInterleaved(latencyResult()), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +118,7 @@ func TestPlotLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"kernel: p50", "pppfwd: p50", "floor: p50"} {
+	for _, s := range []string{"kernel: p50", "pppfwd: p50", "floor: p50", "kernel, in turn: p50", "pppfwd, in turn: p50"} {
 		if !strings.Contains(string(svg), s) {
 			t.Errorf("svg has no legend entry %q", s)
 		}

@@ -39,6 +39,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	skipKernel := fs.Bool("skip-kernel", false, "measure pppfwd only")
 	latency := fs.Int("latency", 0, "probe each side's one-way delay with this many single frames on the idle line, every round (0: no probe)")
 	awake := fs.Bool("awake", false, "keep the forwarder's CPUs out of the idle loop during the latency probes (a SCHED_IDLE busy loop on each, both sides): on a VM, takes the host's late wakeup of a halted vCPU out of both tails")
+	interleave := fs.Bool("latency-interleave", false, "with --latency: after the rounds, probe the kernel and pppfwd in turn, probe by probe, the kernel forwarding on a second line of its own: a stretch of slow machine time falls on both alike")
 	latencyOut := fs.String("latency-out", "", "with --latency: write every probe (io-latency.csv: side, round, probe, delay) and the sides' delay distributions (io-latency.png, .svg) into this directory")
 	floor := fs.Bool("floor", false, "also measure a null forwarder (same backend, ports and threads; frames moved unchanged): the I/O floor")
 	rounds := fs.Int("rounds", 2, "alternate the kernel, pppfwd (and floor) measurements this many times; the best throughput of each is reported, latency probes are pooled")
@@ -60,10 +61,14 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd bench io: --latency-out needs --latency\n")
 		return 2
 	}
+	if *interleave && (*latency <= 0 || *skipKernel) {
+		fmt.Fprintf(stderr, "pppfwd bench io: --latency-interleave needs --latency and the kernel's side\n")
+		return 2
+	}
 	o := iobench.Options{Backend: *backend, Size: *size, Workers: *workers, Flows: *flows,
 		Duration: *dur, Warmup: *warmup, Rate: *rate, XDPMode: *xdpMode, BusyPoll: *busyPoll, GenCPU: *genCPU,
 		NoPin: *noPin, SkipKernel: *skipKernel, Floor: *floor, Latency: *latency, Awake: *awake, Search: *search, LossTolerance: *lossTol, Rounds: *rounds,
-		SteerCompare: *steerCompare}
+		SteerCompare: *steerCompare, Interleave: *interleave}
 	var perr error
 	if o.Poll, perr = dataplane.ParsePollMode(*poll); perr != nil {
 		fmt.Fprintf(stderr, "pppfwd: --poll: %v\n", perr)
@@ -167,6 +172,10 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "ratio\t%.2f (at full load %.2f)\n", res.Ratio, res.RatioAtMaxLoad)
 		if res.PPPFWD.Latency != nil && res.Kernel.Latency != nil {
 			fmt.Fprintf(tw, "latency pppfwd - kernel\tp50 %+.0f us, p99 %+.0f us (all rounds pooled)\n", res.LatencyP50DeltaUs, res.LatencyP99DeltaUs)
+		}
+		if il := res.Interleaved; il != nil {
+			fmt.Fprintf(tw, "latency in turn\tkernel p50 %.0f us, p99 %.0f us; pppfwd p50 %.0f us, p99 %.0f us; pppfwd - kernel p50 %+.0f us, p99 %+.0f us (%d probes a side, %d and %d lost)\n",
+				il.Kernel.P50Us, il.Kernel.P99Us, il.PPPFWD.P50Us, il.PPPFWD.P99Us, il.P50DeltaUs, il.P99DeltaUs, il.PPPFWD.Probes, il.Kernel.Lost, il.PPPFWD.Lost)
 		}
 		if res.Floor != nil && res.Floor.Latency != nil && res.Kernel.Latency != nil {
 			fmt.Fprintf(tw, "latency floor - kernel\tp50 %+.0f us, p99 %+.0f us (the backend's I/O alone)\n", res.FloorLatencyP50DeltaUs, res.FloorLatencyP99DeltaUs)

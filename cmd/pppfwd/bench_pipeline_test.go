@@ -99,11 +99,23 @@ func TestBenchPipelineFlags(t *testing.T) {
 	}
 }
 
-// TestBenchIOFlags: --latency-out without probes to write is refused
-// before anything runs.
+// TestBenchIOFlags: --latency-out without probes to write, and
+// interleaved probes without probes or without the kernel's side, are
+// refused before anything runs.
 func TestBenchIOFlags(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := benchIO([]string{"--latency-out", t.TempDir()}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--latency-out needs --latency") || out.Len() > 0 {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--latency-out", t.TempDir()}, "--latency-out needs --latency"},
+		{[]string{"--latency-interleave"}, "--latency-interleave needs --latency"},
+		{[]string{"--latency-interleave", "--latency", "10", "--skip-kernel"}, "--latency-interleave needs --latency and the kernel's side"},
+	} {
+		out.Reset()
+		errb.Reset()
+		if code := benchIO(c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) || out.Len() > 0 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", c.args, code, out.String(), errb.String())
+		}
 	}
 }
