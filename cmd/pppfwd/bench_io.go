@@ -126,11 +126,14 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pppfwd: bench io: %v\n", err)
 		return 1
 	}
+	// A failed --latency-out fails the command, but the figures are
+	// still printed.
+	code := 0
 	if *latencyOut != "" {
 		files, err := writeLatencyOut(res, *latencyOut)
 		if err != nil {
 			fmt.Fprintf(stderr, "pppfwd: bench io: --latency-out: %v\n", err)
-			return 1
+			code = 1
 		}
 		for _, f := range files {
 			fmt.Fprintf(stderr, "wrote %s\n", f)
@@ -141,7 +144,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "pppfwd: %v\n", err)
 			return 1
 		}
-		return 0
+		return code
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	busy := ""
@@ -232,7 +235,7 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(tw, "fairness\t%s\n", res.Fairness)
 	tw.Flush()
-	return 0
+	return code
 }
 
 // writeLatencyOut writes res's latency probes into dir (made if missing):
