@@ -239,7 +239,8 @@ func benchIO(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeLatencyOut writes res's latency probes into dir (made if missing):
-// io-latency.csv and the delay distribution plots; it returns the files.
+// io-latency.csv and the delay distribution plots; it returns the files
+// written, also when it fails part-way.
 func writeLatencyOut(res *iobench.Result, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -257,8 +258,5 @@ func writeLatencyOut(res *iobench.Result, dir string) ([]string, error) {
 		return nil, err
 	}
 	plots, err := iobench.PlotLatency(res, dir)
-	if err != nil {
-		return nil, err
-	}
-	return append([]string{name}, plots...), nil
+	return append([]string{name}, plots...), err
 }
