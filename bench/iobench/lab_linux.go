@@ -291,32 +291,29 @@ func Run(o Options) (*Result, error) {
 	}
 	res.Awake = o.Awake && o.Latency > 0
 
-	lab := nettest.New()
-	defer lab.Close()
-	ln, err := lab.NewLine(nettest.LineConfig{Routed: true, Queues: o.Workers})
-	if err != nil {
-		return nil, err
-	}
-	// lineRPS puts a line's receive work where the fairness note says.
-	lineRPS := func(ln *nettest.Line) error {
-		if genCPU < 0 {
-			return nil
+	// newTopo makes a line in lab, puts its receive work where the
+	// fairness note says, and opens the generator's ports on it.
+	newTopo := func(lab *nettest.Lab) (*Topo, error) {
+		ln, err := lab.NewLine(nettest.LineConfig{Routed: true, Queues: o.Workers})
+		if err != nil {
+			return nil, err
 		}
-		for _, s := range []struct {
-			ns   *nettest.NS
-			ifn  string
-			cpus []int
-		}{{ln.R, ln.RA, fwdCPUs}, {ln.R, ln.RB, fwdCPUs}, {ln.A, ln.AIf, []int{genCPU}}, {ln.B, ln.BIf, []int{genCPU}}} {
-			if err := setRPS(s.ns, s.ifn, o.Workers, s.cpus); err != nil {
-				return err
+		if genCPU >= 0 {
+			for _, s := range []struct {
+				ns   *nettest.NS
+				ifn  string
+				cpus []int
+			}{{ln.R, ln.RA, fwdCPUs}, {ln.R, ln.RB, fwdCPUs}, {ln.A, ln.AIf, []int{genCPU}}, {ln.B, ln.BIf, []int{genCPU}}} {
+				if err := setRPS(s.ns, s.ifn, o.Workers, s.cpus); err != nil {
+					return nil, err
+				}
 			}
 		}
-		return nil
+		return NewTopo(ln)
 	}
-	if err := lineRPS(ln); err != nil {
-		return nil, err
-	}
-	topo, err := NewTopo(ln)
+	lab := nettest.New()
+	defer lab.Close()
+	topo, err := newTopo(lab)
 	if err != nil {
 		return nil, err
 	}
@@ -571,14 +568,7 @@ func Run(o Options) (*Result, error) {
 	interleaved := func() (*Interleaved, error) {
 		lab2 := nettest.New()
 		defer lab2.Close()
-		ln2, err := lab2.NewLine(nettest.LineConfig{Routed: true, Queues: o.Workers})
-		if err != nil {
-			return nil, err
-		}
-		if err := lineRPS(ln2); err != nil {
-			return nil, err
-		}
-		topo2, err := NewTopo(ln2)
+		topo2, err := newTopo(lab2)
 		if err != nil {
 			return nil, err
 		}
