@@ -433,8 +433,28 @@ func Run(o Options) (*Result, error) {
 		return FwdConfig{Backend: o.Backend, Workers: o.Workers, XDPMode: mode, BusyPoll: o.BusyPoll, AFPacketTx: o.AFPacketTx, AFPacketRing: o.AFPacketRing, Poll: o.Poll, Slice: o.slice(), RTPrio: o.rtPrio(),
 			Shape: o.Shape, Flows: flows, CPUs: fwdCPUs, UserSteer: userSteer}
 	}
-	pppfwdRound := func(userSteer bool) (*Side, *engineFigures, error) {
+	// startPPPFWD starts a fresh engine on the first line and primes
+	// its flows, returning the frames each way; the caller stops it.
+	startPPPFWD := func(userSteer bool) (*Forwarder, [][]byte, [][]byte, error) {
 		fw, err := topo.StartForwarder(fwdConfig(userSteer))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		up, err := uplinks(flows, pipeline.RouterMAC, fixedSize(o.Size))
+		var down [][]byte
+		if err == nil {
+			if down, err = Prime(topo.A, topo.B, up, flows, CheckUpPPPoE(flows), CheckDown(flows), time.Second, 3); err != nil {
+				err = fmt.Errorf("pppfwd: priming: %w (drops %v)", err, fw.Engine.Totals().DropMap())
+			}
+		}
+		if err != nil {
+			fw.Stop()
+			return nil, nil, nil, err
+		}
+		return fw, up, down, nil
+	}
+	pppfwdRound := func(userSteer bool) (*Side, *engineFigures, error) {
+		fw, up, down, err := startPPPFWD(userSteer)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -444,14 +464,6 @@ func Run(o Options) (*Result, error) {
 				fw.Stop()
 			}
 		}()
-		up, err := uplinks(flows, pipeline.RouterMAC, fixedSize(o.Size))
-		if err != nil {
-			return nil, nil, err
-		}
-		down, err := Prime(topo.A, topo.B, up, flows, CheckUpPPPoE(flows), CheckDown(flows), time.Second, 3)
-		if err != nil {
-			return nil, nil, fmt.Errorf("pppfwd: priming: %w (drops %v)", err, fw.Engine.Totals().DropMap())
-		}
 		e := fw.Engine
 		// Counters at the start and end of each hook bracket.
 		type snap struct {
@@ -585,9 +597,9 @@ func Run(o Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("interleaved: the kernel's line: priming: %w", err)
 		}
-		fw, err := topo.StartForwarder(fwdConfig(false))
+		fw, upP, downP, err := startPPPFWD(false)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("interleaved: %w", err)
 		}
 		stopped := false
 		defer func() {
@@ -595,14 +607,6 @@ func Run(o Options) (*Result, error) {
 				fw.Stop()
 			}
 		}()
-		upP, err := uplinks(flows, pipeline.RouterMAC, fixedSize(o.Size))
-		if err != nil {
-			return nil, err
-		}
-		downP, err := Prime(topo.A, topo.B, upP, flows, CheckUpPPPoE(flows), CheckDown(flows), time.Second, 3)
-		if err != nil {
-			return nil, fmt.Errorf("interleaved: pppfwd: priming: %w", err)
-		}
 		stop, err := placeProbes()
 		if err != nil {
 			return nil, err
