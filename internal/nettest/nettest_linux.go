@@ -12,11 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -357,7 +359,55 @@ func (l *Lab) Veth(a string, nsA *NS, b string, nsB *NS, queues int) error {
 	if err := nsA.SetUp(a); err != nil {
 		return err
 	}
-	return nsB.SetUp(b)
+	if err := nsB.SetUp(b); err != nil {
+		return err
+	}
+	// The end set up first had no carrier then: its queue discipline
+	// is attached when the kernel's link watcher sees the carrier come,
+	// which it may put off for up to a second, and until then it drops
+	// what is sent on it. Return once both ends can send.
+	for _, e := range []struct {
+		ns  *NS
+		ifn string
+	}{{nsA, a}, {nsB, b}} {
+		if err := e.ns.waitSending(e.ifn, 5*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitSending waits until ifname is up with its carrier and its queue
+// discipline attached (`ip link` no longer shows noop), so that frames
+// sent on it are not dropped.
+func (ns *NS) waitSending(ifname string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := ns.ip("-o", "link", "show", "dev", ifname)
+		if err != nil {
+			return err
+		}
+		if linkSending(out) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errorf("%s: not ready to send after %v: %s", ifname, timeout, strings.TrimSpace(out))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// linkSending reports whether one line of `ip -o link show` describes a
+// link that is up with its carrier (LOWER_UP) and a queue discipline
+// other than noop attached.
+func linkSending(line string) bool {
+	_, rest, ok := strings.Cut(line, "<")
+	flags, _, ok2 := strings.Cut(rest, ">")
+	if !ok || !ok2 {
+		return false
+	}
+	fs := strings.Split(flags, ",")
+	return slices.Contains(fs, "UP") && slices.Contains(fs, "LOWER_UP") && !strings.Contains(line, " qdisc noop ")
 }
 
 func checkIfName(n string) error {

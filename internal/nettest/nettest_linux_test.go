@@ -283,3 +283,26 @@ func TestIntegrationTapCommandIPv6(t *testing.T) {
 		t.Fatalf("namespaces left after Close:\n%s", l)
 	}
 }
+
+// TestLinkSending: a link can send once it is up with its carrier and a
+// queue discipline attached; noop (not yet attached), no carrier, down,
+// or a line that is not `ip -o link` output cannot.
+func TestLinkSending(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{"7: cwan0@if6: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT group default qlen 1000", true},
+		{"7: cwan0@if6: <UP,LOWER_UP> mtu 1500 qdisc noqueue state UP", true},
+		{"7: cwan0@if6: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noop state UP mode DEFAULT", false},
+		{"7: cwan0@if6: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc noop state LOWERLAYERDOWN", false},
+		{"7: cwan0@if6: <BROADCAST,MULTICAST> mtu 1500 qdisc noop state DOWN", false},
+		{"7: cwan0@if6: <BROADCAST,MULTICAST,LOWER_UP> mtu 1500 qdisc noqueue state DOWN", false},
+		{"Device \"cwan0\" does not exist.", false},
+		{"", false},
+	} {
+		if got := linkSending(c.line); got != c.want {
+			t.Errorf("%q: %v, want %v", c.line, got, c.want)
+		}
+	}
+}
