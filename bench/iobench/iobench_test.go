@@ -781,7 +781,10 @@ func TestProbePaths(t *testing.T) {
 func TestPoolLatency(t *testing.T) {
 	us := time.Microsecond
 	mk := func(lost int, d ...time.Duration) *Latency {
-		l := &Latency{Probes: len(d) + lost, Lost: lost, Rounds: 1, samples: d}
+		l := &Latency{Probes: len(d) + lost, Lost: lost, Rounds: 1, series: d}
+		for i := 0; i < lost; i++ {
+			l.series = append(l.series, -1)
+		}
 		l.percentiles()
 		return l
 	}
@@ -825,9 +828,10 @@ func TestPoolLatency(t *testing.T) {
 	if PoolLatency([]*Latency{nil}) != nil || PoolLatency(nil) != nil {
 		t.Fatal("nothing to pool should give nil")
 	}
-	// A round's copy keeps the figures and the series but not the samples.
+	// A round's copy keeps the figures and shares the series (no copy of
+	// the probes per round).
 	lb.series = []time.Duration{200 * us, -1}
-	if r := roundLatency(lb); r.P99Us != lb.P99Us || r.samples != nil || len(lb.samples) != 100 || r.Workers == lb.Workers || *r.Workers != *lb.Workers || len(r.series) != 2 {
+	if r := roundLatency(lb); r.P99Us != lb.P99Us || &r.series[0] != &lb.series[0] || r.Workers == lb.Workers || *r.Workers != *lb.Workers || len(r.series) != 2 {
 		t.Fatalf("round copy %+v", r)
 	}
 	// Pooling joins the series in order.

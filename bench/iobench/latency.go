@@ -26,11 +26,10 @@ type Latency struct {
 	// Workers is what pppfwd's workers did while the probes ran (nil
 	// for the kernel's side).
 	Workers *ProbeWorkers `json:"workers,omitempty"`
-	// samples are the arrived probes' delays (sorted by percentiles);
 	// series is every probe's delay in the order sent, -1 for a lost one
-	// (what WriteLatencyCSV writes; a round's copy keeps it).
-	samples []time.Duration
-	series  []time.Duration
+	// (what WriteLatencyCSV writes; the figures are those of its arrived
+	// probes, arrived).
+	series []time.Duration
 }
 
 // ProbeWorkers are pppfwd's workers' figures over a probe series (the
@@ -43,19 +42,32 @@ type ProbeWorkers struct {
 	RealtimeExits uint64 `json:"realtime_exits"`
 }
 
-// percentiles sets the figures from l.samples, which it sorts.
+// arrived returns the delays of l's arrived probes, sorted, in a slice of
+// its own.
+func (l *Latency) arrived() []time.Duration {
+	var d []time.Duration
+	for _, x := range l.series {
+		if x >= 0 {
+			d = append(d, x)
+		}
+	}
+	slices.Sort(d)
+	return d
+}
+
+// percentiles sets the figures from l's arrived probes.
 func (l *Latency) percentiles() {
 	l.P50Us, l.P90Us, l.P99Us, l.MaxUs = 0, 0, 0, 0
-	n := len(l.samples)
+	d := l.arrived()
+	n := len(d)
 	if n == 0 {
 		return
 	}
-	slices.Sort(l.samples)
 	us := func(p int) float64 {
-		return float64(l.samples[min(n-1, n*p/100)].Nanoseconds()) / 1e3
+		return float64(d[min(n-1, n*p/100)].Nanoseconds()) / 1e3
 	}
 	l.P50Us, l.P90Us, l.P99Us = us(50), us(90), us(99)
-	l.MaxUs = float64(l.samples[n-1].Nanoseconds()) / 1e3
+	l.MaxUs = float64(d[n-1].Nanoseconds()) / 1e3
 }
 
 // PoolLatency pools the probes of several runs (nil entries skipped) into
@@ -75,7 +87,6 @@ func PoolLatency(ls []*Latency) *Latency {
 		out.Probes += l.Probes
 		out.Lost += l.Lost
 		out.Rounds += max(l.Rounds, 1)
-		out.samples = append(out.samples, l.samples...)
 		out.series = append(out.series, l.series...)
 		if w := l.Workers; w != nil {
 			if out.Workers == nil {
@@ -91,14 +102,13 @@ func PoolLatency(ls []*Latency) *Latency {
 	return out
 }
 
-// roundLatency is l's figures and probe series without its samples
-// (they stay with l for pooling), nil for nil.
+// roundLatency is a copy of l for a round's figures (its series shared,
+// never written after probing), nil for nil.
 func roundLatency(l *Latency) *Latency {
 	if l == nil {
 		return nil
 	}
 	c := *l
-	c.samples = nil
 	if l.Workers != nil {
 		w := *l.Workers
 		c.Workers = &w
@@ -151,11 +161,11 @@ func ProbePaths(paths []ProbePath, n int, interval time.Duration, cpu int) ([]*L
 	}
 	tx := nic.NewFrames(1)
 	rx := nic.NewFrames(64)
-	// The lists hold every probe from the start: no allocation (and so
+	// The series hold every probe from the start: no allocation (and so
 	// no collection by the Go runtime) while probing.
 	lats := make([]*Latency, len(paths))
 	for i := range lats {
-		lats[i] = &Latency{Probes: n, Rounds: 1, samples: make([]time.Duration, 0, n), series: make([]time.Duration, 0, n)}
+		lats[i] = &Latency{Probes: n, Rounds: 1, series: make([]time.Duration, 0, n)}
 	}
 	// The lines must be idle: let what a load left in flight arrive, and
 	// throw it away.
@@ -200,9 +210,7 @@ func ProbePaths(paths []ProbePath, n int, interval time.Duration, cpu int) ([]*L
 				}
 				for _, f := range rx[:m] {
 					if !got && p.Match(f.Data()) == k {
-						d := time.Since(t0)
-						lat.samples = append(lat.samples, d)
-						lat.series = append(lat.series, d)
+						lat.series = append(lat.series, time.Since(t0))
 						got = true
 					}
 					f.Reset()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -172,12 +171,11 @@ const ccdfTail, ccdfBody = 200, 400
 // 1/n, never 0, so a log scale can hold it. The slowest ccdfTail samples
 // are one point each, the body is thinned to about ccdfBody points.
 func ccdf(l *Latency) plotter.XYs {
-	n := len(l.samples)
+	sorted := l.arrived()
+	n := len(sorted)
 	if n == 0 {
 		return nil
 	}
-	sorted := slices.Clone(l.samples)
-	slices.Sort(sorted)
 	step := max(1, (n-ccdfTail)/ccdfBody)
 	var pts plotter.XYs
 	for i, d := range sorted {

@@ -20,8 +20,6 @@ func latencyResult() *Result {
 		for _, d := range series {
 			if d < 0 {
 				l.Lost++
-			} else {
-				l.samples = append(l.samples, d)
 			}
 		}
 		l.percentiles()
@@ -46,8 +44,8 @@ func latencyResult() *Result {
 // probes, pppfwd's two, one lost.
 func withInterleaved(r *Result) *Result {
 	us := time.Microsecond
-	k := &Latency{Probes: 2, Rounds: 1, samples: []time.Duration{55 * us, 65 * us}, series: []time.Duration{55 * us, 65 * us}}
-	p := &Latency{Probes: 2, Rounds: 1, Lost: 1, samples: []time.Duration{77 * us}, series: []time.Duration{-1, 77 * us}}
+	k := &Latency{Probes: 2, Rounds: 1, series: []time.Duration{55 * us, 65 * us}}
+	p := &Latency{Probes: 2, Rounds: 1, Lost: 1, series: []time.Duration{-1, 77 * us}}
 	k.percentiles()
 	p.percentiles()
 	r.Interleaved = &Interleaved{Kernel: k, PPPFWD: p}
@@ -129,10 +127,10 @@ func TestPlotLatency(t *testing.T) {
 }
 
 // TestCCDF: the points run from the fastest probe (share 1) to the
-// slowest (share 1/n), whatever order the samples are in.
+// slowest (share 1/n) of those that arrived, whatever their order.
 func TestCCDF(t *testing.T) {
 	us := time.Microsecond
-	pts := ccdf(&Latency{samples: []time.Duration{300 * us, 100 * us, 200 * us, 400 * us}})
+	pts := ccdf(&Latency{series: []time.Duration{300 * us, 100 * us, -1, 200 * us, 400 * us}})
 	want := [][2]float64{{100, 1}, {200, 0.75}, {300, 0.5}, {400, 0.25}}
 	if len(pts) != len(want) {
 		t.Fatalf("%d points", len(pts))
@@ -151,7 +149,7 @@ func TestCCDF(t *testing.T) {
 	for i := 5000; i > 0; i-- {
 		many = append(many, time.Duration(i)*us)
 	}
-	pts = ccdf(&Latency{samples: many})
+	pts = ccdf(&Latency{series: many})
 	if len(pts) < ccdfTail+ccdfBody/2 || len(pts) > ccdfTail+2*ccdfBody {
 		t.Fatalf("%d points for 5000 samples", len(pts))
 	}
