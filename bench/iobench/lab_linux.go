@@ -319,11 +319,14 @@ func Run(o Options) (*Result, error) {
 	}
 	defer topo.Close()
 	flows := Flows(o.Flows, 0, 0)
+	// atB tells apart, at B, the uplink frames of a side whose downlink
+	// frames are down (their EtherType says PPPoE or plain IPv4).
+	atB := func(down [][]byte) Match { return FastMatch(pipeline.ACMAC[:], etherTypeOf(down), len(flows)) }
 	trial := func(up, down [][]byte, rate float64, window time.Duration) (*Side, error) {
 		b0, t0 := cpuStat(fwdCPUs)
 		c, err := Load{A: topo.A, B: topo.B, Up: up, Down: down,
 			MatchA: FastMatch([]byte{0x02, 0x60, 0, 0}, hdr.EtherTypeIPv4, len(flows)),
-			MatchB: FastMatch(pipeline.ACMAC[:], etherTypeOf(down), len(flows)),
+			MatchB: atB(down),
 			Rate:   rate, Warmup: o.Warmup, Duration: window, CPU: genCPU}.Run()
 		if err != nil {
 			return nil, err
@@ -381,7 +384,7 @@ func Run(o Options) (*Result, error) {
 			if probe != nil {
 				probe(true)
 			}
-			s.Latency, err = ProbeLatency(topo.A, topo.B, up, FastMatch(pipeline.ACMAC[:], etherTypeOf(down), len(flows)),
+			s.Latency, err = ProbeLatency(topo.A, topo.B, up, atB(down),
 				o.Latency, 2*time.Millisecond, genCPU)
 			if probe != nil && s.Latency != nil {
 				s.Latency.Workers = probe(false)
@@ -491,7 +494,7 @@ func Run(o Options) (*Result, error) {
 				p0 = t
 				return nil
 			}
-			return &ProbeWorkers{Wakeups: t.Sleeps - p0.Sleeps, RealtimeExits: t.RealtimeExits - p0.RealtimeExits}
+			return probeWorkers(p0, t)
 		}
 		s, err := measure(up, down, hook, probe)
 		if err != nil {
@@ -613,8 +616,8 @@ func Run(o Options) (*Result, error) {
 		}
 		t0 := fw.Engine.Totals()
 		ls, err := ProbePaths([]ProbePath{
-			{A: topo2.A, B: topo2.B, Frames: upK, Match: FastMatch(pipeline.ACMAC[:], etherTypeOf(downK), len(flows))},
-			{A: topo.A, B: topo.B, Frames: upP, Match: FastMatch(pipeline.ACMAC[:], etherTypeOf(downP), len(flows))},
+			{A: topo2.A, B: topo2.B, Frames: upK, Match: atB(downK)},
+			{A: topo.A, B: topo.B, Frames: upP, Match: atB(downP)},
 		}, o.Latency, 2*time.Millisecond, genCPU)
 		t1 := fw.Engine.Totals()
 		stop()
@@ -622,8 +625,8 @@ func Run(o Options) (*Result, error) {
 			return nil, err
 		}
 		il := &Interleaved{Kernel: ls[0], PPPFWD: ls[1]}
-		il.PPPFWD.Workers = &ProbeWorkers{Wakeups: t1.Sleeps - t0.Sleeps, RealtimeExits: t1.RealtimeExits - t0.RealtimeExits}
-		il.P50DeltaUs, il.P99DeltaUs = il.PPPFWD.P50Us-il.Kernel.P50Us, il.PPPFWD.P99Us-il.Kernel.P99Us
+		il.PPPFWD.Workers = probeWorkers(t0, t1)
+		il.P50DeltaUs, il.P99DeltaUs = il.PPPFWD.minus(il.Kernel)
 		stopped = true
 		return il, fw.Stop()
 	}
@@ -703,10 +706,10 @@ func Run(o Options) (*Result, error) {
 		res.KernelPPS = res.Kernel.PPS
 		res.Kernel.Latency = PoolLatency(kernelLat)
 		if k, p := res.Kernel.Latency, res.PPPFWD.Latency; k != nil && p != nil {
-			res.LatencyP50DeltaUs, res.LatencyP99DeltaUs = p.P50Us-k.P50Us, p.P99Us-k.P99Us
+			res.LatencyP50DeltaUs, res.LatencyP99DeltaUs = p.minus(k)
 		}
 		if k, f := res.Kernel.Latency, res.Floor; k != nil && f != nil && f.Latency != nil {
-			res.FloorLatencyP50DeltaUs, res.FloorLatencyP99DeltaUs = f.Latency.P50Us-k.P50Us, f.Latency.P99Us-k.P99Us
+			res.FloorLatencyP50DeltaUs, res.FloorLatencyP99DeltaUs = f.Latency.minus(k)
 		}
 	}
 	if res.KernelPPS > 0 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/internal/pin"
 	"github.com/pppfwd/pppfwd/nic"
 )
@@ -68,6 +69,17 @@ func (l *Latency) percentiles() {
 	}
 	l.P50Us, l.P90Us, l.P99Us = us(50), us(90), us(99)
 	l.MaxUs = float64(d[n-1].Nanoseconds()) / 1e3
+}
+
+// minus returns l's p50 and p99 minus k's, in µs.
+func (l *Latency) minus(k *Latency) (p50, p99 float64) {
+	return l.P50Us - k.P50Us, l.P99Us - k.P99Us
+}
+
+// probeWorkers is what the workers did between two readings of their
+// counters taken around a probe series.
+func probeWorkers(before, after dataplane.Counters) *ProbeWorkers {
+	return &ProbeWorkers{Wakeups: after.Sleeps - before.Sleeps, RealtimeExits: after.RealtimeExits - before.RealtimeExits}
 }
 
 // PoolLatency pools the probes of several runs (nil entries skipped) into
