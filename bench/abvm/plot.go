@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/pppfwd/pppfwd/internal/plotfile"
 )
 
 // Plot writes the report's figures into dir as PNG and SVG and returns
@@ -21,14 +22,9 @@ import (
 func Plot(r *Report, dir string) ([]string, error) {
 	var files []string
 	save := func(p *plot.Plot, name string) error {
-		for _, ext := range []string{".png", ".svg"} {
-			f := filepath.Join(dir, name+ext)
-			if err := p.Save(16*vg.Centimeter, 10*vg.Centimeter, f); err != nil {
-				return err
-			}
-			files = append(files, f)
-		}
-		return nil
+		fs, err := plotfile.Save(p, 16*vg.Centimeter, 10*vg.Centimeter, dir, name)
+		files = append(files, fs...)
+		return err
 	}
 	paths := []struct {
 		name string

@@ -6,12 +6,13 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"path/filepath"
 	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/pppfwd/pppfwd/internal/plotfile"
 )
 
 // latencySide is one measured side's probes: its name, its rounds
@@ -87,7 +88,7 @@ func (r *Result) WriteLatencyCSV(w io.Writer) error {
 // a complementary CDF (the share of probes slower than a delay, on a log
 // scale, so the tail that decides p99 is drawn as large as the body) into
 // dir as io-latency.png and io-latency.svg, and returns the files. It
-// needs r as Run returned it: the samples are not in the JSON.
+// needs r as Run returned it: the probe series are not in the JSON.
 func PlotLatency(r *Result, dir string) ([]string, error) {
 	sides := r.latencySides()
 	if len(sides) == 0 && r.Interleaved == nil {
@@ -151,15 +152,7 @@ func PlotLatency(r *Result, dir string) ([]string, error) {
 	if drawn == 0 {
 		return nil, fmt.Errorf("iobench: no latency probe arrived")
 	}
-	var files []string
-	for _, ext := range []string{".png", ".svg"} {
-		f := filepath.Join(dir, "io-latency"+ext)
-		if err := p.Save(16*vg.Centimeter, 10*vg.Centimeter, f); err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-	}
-	return files, nil
+	return plotfile.Save(p, 16*vg.Centimeter, 10*vg.Centimeter, dir, "io-latency")
 }
 
 // ccdfTail is how many of the slowest samples ccdf always keeps as

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"path/filepath"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -14,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/pppfwd/pppfwd/dataplane"
+	"github.com/pppfwd/pppfwd/internal/plotfile"
 )
 
 // Plot file names (without extension), each written as PNG and SVG.
@@ -48,14 +48,9 @@ func Plot(r *Report, dir string) ([]string, error) {
 	}
 	var files []string
 	save := func(p *plot.Plot, name string) error {
-		for _, ext := range []string{".png", ".svg"} {
-			f := filepath.Join(dir, name+ext)
-			if err := p.Save(18*vg.Centimeter, 11*vg.Centimeter, f); err != nil {
-				return err
-			}
-			files = append(files, f)
-		}
-		return nil
+		fs, err := plotfile.Save(p, 18*vg.Centimeter, 11*vg.Centimeter, dir, name)
+		files = append(files, fs...)
+		return err
 	}
 	steers := map[string]bool{}
 	maxW := 1
