@@ -1,5 +1,3 @@
-// Package plotfile writes a gonum plot as the PNG and SVG pair the
-// benchmarks' reports and docs/ carry.
 package plotfile
 
 import (
