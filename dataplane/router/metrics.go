@@ -40,6 +40,8 @@ var metricDescs = struct {
 	shaperBacklog, shaperBacklogBytes, shaperDrops, shaperMarks     desc
 	shaperRate, ctlWAN, ctlWANDropped, ctlHeldWaiting, ctlQueueFull desc
 	ctlRefused, csumCompleted, wanRedirected                        desc
+	redirected, unresolved, exceptions, icmpSent, icmpRateLimited   desc
+	clamped, fragments, ipv6, noBufferPolls                         desc
 	sleeps, realtime, realtimeExits                                 desc
 }{
 	sessionUp:          newDesc("session_up", "1 while the PPPoE session is up.", prometheus.GaugeValue),
@@ -80,6 +82,15 @@ var metricDescs = struct {
 	sleeps:             newDesc("worker_sleeps_total", "Times a worker's thread slept in the kernel with nothing to do (its wakeups).", prometheus.CounterValue, "worker"),
 	realtime:           newDesc("worker_realtime", "1 while a worker's thread waits in the realtime scheduling class (workers.rtprio).", prometheus.GaugeValue, "worker"),
 	realtimeExits:      newDesc("worker_realtime_exits_total", "Times a load made a worker's thread leave the realtime class (busy without sleeping, or woken frame by frame).", prometheus.CounterValue, "worker"),
+	redirected:         newDesc("redirected_total", "Frames a worker handed to another worker (the NAT flow's owner, or a hairpin's second hop).", prometheus.CounterValue, "worker"),
+	unresolved:         newDesc("unresolved_total", "LAN frames whose next hop a worker did not know, held by the control plane while ARP or NDP resolves it.", prometheus.CounterValue, "worker"),
+	exceptions:         newDesc("exceptions_total", "Frames a worker sent to the control or host path.", prometheus.CounterValue, "worker"),
+	icmpSent:           newDesc("icmp_errors_sent_total", "ICMP errors a worker sent (TTL exceeded, fragmentation needed, unreachable).", prometheus.CounterValue, "worker"),
+	icmpRateLimited:    newDesc("icmp_errors_rate_limited_total", "ICMP errors a worker's rate limit suppressed.", prometheus.CounterValue, "worker"),
+	clamped:            newDesc("mss_clamped_total", "TCP SYNs whose MSS a worker clamped to the session's MTU.", prometheus.CounterValue, "worker"),
+	fragments:          newDesc("fragments_made_total", "IPv4 fragments a worker made for the session's MTU (DF clear).", prometheus.CounterValue, "worker"),
+	ipv6:               newDesc("ipv6_packets_total", "IPv6 packets a worker routed (up: to the session, down: to the LAN).", prometheus.CounterValue, "worker", "direction"),
+	noBufferPolls:      newDesc("no_buffer_polls_total", "Receives a worker skipped for want of a free frame (the frames wait in the port).", prometheus.CounterValue, "worker"),
 	wanRedirected:      newDesc("wan_redirected_total", "WAN frames a worker's own steering handed to the worker that owns them (the WAN port delivered them to the wrong worker's queue).", prometheus.CounterValue, "worker"),
 }
 
@@ -140,6 +151,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(m.hostFrames, float64(w.ToHost), id, "down")
 		emit(m.csumCompleted, float64(w.CsumCompleted), id)
 		emit(m.wanRedirected, float64(w.WANRedirected), id)
+		emit(m.redirected, float64(w.Redirected), id)
+		emit(m.unresolved, float64(w.Unresolved), id)
+		emit(m.exceptions, float64(w.Exceptions), id)
+		emit(m.icmpSent, float64(w.ICMPSent), id)
+		emit(m.icmpRateLimited, float64(w.ICMPRateLimited), id)
+		emit(m.clamped, float64(w.Clamped), id)
+		emit(m.fragments, float64(w.Fragments), id)
+		emit(m.ipv6, float64(w.IPv6Up), id, "up")
+		emit(m.ipv6, float64(w.IPv6Down), id, "down")
+		emit(m.noBufferPolls, float64(w.NoBufferPolls), id)
 		for reason, v := range w.Drops {
 			emit(m.drops, float64(v), id, reason)
 		}

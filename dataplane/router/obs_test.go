@@ -133,6 +133,9 @@ func TestMetrics(t *testing.T) {
 	r, lan, _ := runObsRouter(t, "stats.interval 100ms\n", ObsConfig{MetricsListen: "127.0.0.1:0", MetricsTextfile: textfile})
 	lan.Inject(0, make([]byte, 60))
 	lan.InjectRx(0, partialUDP(), nic.RxCsumPartial) // finished, then dropped: no session
+	bcast := make([]byte, 60)                        // a broadcast ARP frame: for the control plane
+	copy(bcast, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 2, 0x08, 0x06})
+	lan.Inject(0, bcast)
 	url := "http://" + r.MetricsAddr().String() + "/metrics"
 	var body string
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -144,7 +147,8 @@ func TestMetrics(t *testing.T) {
 		resp.Body.Close()
 		body = string(b)
 		if strings.Contains(body, `pppfwd_drops_total{reason="not_our_mac",worker="0"} 1`) && strings.Contains(body, `state="discovery"`) &&
-			strings.Contains(body, `pppfwd_csum_completed_total{worker="0"} 1`) ||
+			strings.Contains(body, `pppfwd_csum_completed_total{worker="0"} 1`) &&
+			strings.Contains(body, `pppfwd_exceptions_total{worker="0"} 1`) ||
 			time.Now().After(deadline) {
 			break
 		}
@@ -158,6 +162,15 @@ func TestMetrics(t *testing.T) {
 		`pppfwd_csum_completed_total{worker="0"} 1`,
 		`pppfwd_wan_redirected_total{worker="0"} 0`,
 		`# HELP pppfwd_wan_redirected_total `,
+		`pppfwd_exceptions_total{worker="0"} 1`,
+		`pppfwd_redirected_total{worker="0"} 0`,
+		`pppfwd_unresolved_total{worker="0"} 0`,
+		`# TYPE pppfwd_icmp_errors_sent_total counter`,
+		`# TYPE pppfwd_icmp_errors_rate_limited_total counter`,
+		`pppfwd_mss_clamped_total{worker="0"} 0`,
+		`pppfwd_fragments_made_total{worker="0"} 0`,
+		`pppfwd_ipv6_packets_total{direction="down",worker="0"} 0`,
+		`# TYPE pppfwd_no_buffer_polls_total counter`,
 		`pppfwd_drops_total{reason="no_session",worker="0"} 1`,
 		`pppfwd_shaper_rate_bytes_per_second{direction="up"} 5e+06`,
 		`pppfwd_shaper_backlog_packets{direction="up",worker="0"} 0`,
@@ -389,6 +402,26 @@ func TestStatusSleeps(t *testing.T) {
 	text.Reset()
 	WriteStatus(&text, s)
 	if want := "sleeps      w0 900 since start (realtime), w1 500 since start"; !strings.Contains(text.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, text.String())
+	}
+}
+
+// TestStatusFrames: the status's frames line gives the totals of frames
+// that took another way than straight through (handed over, held for
+// ARP/NDP, to the control plane, ICMP errors, MSS clamps, fragments),
+// and is left out while all are zero.
+func TestStatusFrames(t *testing.T) {
+	s := &Stats{}
+	var text bytes.Buffer
+	WriteStatus(&text, s)
+	if strings.Contains(text.String(), "\nframes ") {
+		t.Errorf("a frames line with nothing to say:\n%s", text.String())
+	}
+	s.Counters = StatsCounters{Redirected: 5, Unresolved: 4, Exception: 3, ICMPSent: 2, Clamped: 1, Fragments: 6}
+	text.Reset()
+	WriteStatus(&text, s)
+	want := "frames      5 handed to another worker  4 held for ARP/NDP  3 to control/host  2 ICMP errors sent  1 MSS clamped  6 fragments made\n"
+	if !strings.Contains(text.String(), want) {
 		t.Errorf("status lacks %q:\n%s", want, text.String())
 	}
 }

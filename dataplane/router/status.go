@@ -46,6 +46,25 @@ type WorkerStats struct {
 	// the WAN port delivered to this worker's queue instead of their
 	// owner's.
 	WANRedirected uint64 `json:"wan_redirected"`
+	// Redirected: frames the worker handed to another worker (the NAT
+	// flow's owner, or a hairpin's second hop); Unresolved: LAN frames
+	// whose next hop was unknown, held by the control plane while ARP or
+	// NDP resolves it; Exceptions: frames sent to the control or host
+	// path; ICMPSent and ICMPRateLimited: ICMP errors the worker sent and
+	// those its rate limit suppressed; Clamped: TCP SYNs whose MSS it
+	// clamped; Fragments: IPv4 fragments it made for the session's MTU;
+	// IPv6Up and IPv6Down: IPv6 packets routed to the session and to the
+	// LAN; NoBufferPolls: receives skipped for want of a free frame.
+	Redirected      uint64 `json:"redirected"`
+	Unresolved      uint64 `json:"unresolved"`
+	Exceptions      uint64 `json:"exceptions"`
+	ICMPSent        uint64 `json:"icmp_sent"`
+	ICMPRateLimited uint64 `json:"icmp_rate_limited"`
+	Clamped         uint64 `json:"mss_clamped"`
+	Fragments       uint64 `json:"fragments_made"`
+	IPv6Up          uint64 `json:"ipv6_up"`
+	IPv6Down        uint64 `json:"ipv6_down"`
+	NoBufferPolls   uint64 `json:"no_buffer_polls"`
 	// CPUSeconds is the worker thread's CPU time (0 where the OS gives
 	// no thread CPU clock).
 	CPUSeconds float64 `json:"cpu_seconds"`
@@ -118,7 +137,10 @@ func (r *Router) snapshot(prev *sample) (Stats, *sample) {
 		ws := WorkerStats{Worker: w.ID(), RxLAN: c.RxLAN, RxWAN: c.RxWAN, TxLAN: c.TxLAN, TxWAN: c.TxWAN,
 			BytesUp: c.BytesUp, BytesDown: c.BytesDown, FromHost: c.FromHost, ToHost: c.ToHost,
 			CsumCompleted: c.CsumCompleted, WANRedirected: c.SteerRedirected, CPUSeconds: float64(c.CPUNanos) / 1e9, Drops: c.DropMap(),
-			Sleeps: c.Sleeps, Realtime: c.Realtime != 0, RealtimeExits: c.RealtimeExits}
+			Sleeps: c.Sleeps, Realtime: c.Realtime != 0, RealtimeExits: c.RealtimeExits,
+			Redirected: c.Redirected, Unresolved: c.Unresolved, Exceptions: c.Exception, ICMPSent: c.ICMPSent,
+			ICMPRateLimited: c.ICMPRateLimited, Clamped: c.Clamped, Fragments: c.Fragments,
+			IPv6Up: c.IPv6Up, IPv6Down: c.IPv6Down, NoBufferPolls: c.NoBufferPolls}
 		if prev != nil && w.ID() < len(prev.w) {
 			if dt := now.Sub(prev.at).Seconds(); dt > 0 {
 				p := prev.w[w.ID()]
@@ -252,6 +274,10 @@ func WriteStatus(w io.Writer, s *Stats) {
 	}
 	if n := s.Counters.CsumCompleted; n > 0 {
 		fmt.Fprintf(w, "checksums   %d finished for LAN senders that left them to an offload\n", n)
+	}
+	if c := s.Counters; c.Redirected+c.Unresolved+c.Exception+c.ICMPSent+c.Clamped+c.Fragments > 0 {
+		fmt.Fprintf(w, "frames      %d handed to another worker  %d held for ARP/NDP  %d to control/host  %d ICMP errors sent  %d MSS clamped  %d fragments made\n",
+			c.Redirected, c.Unresolved, c.Exception, c.ICMPSent, c.Clamped, c.Fragments)
 	}
 	if n := s.Counters.WANRedirected; n > 0 {
 		fmt.Fprintf(w, "steering    %d WAN frames handed over to their owner (the WAN port delivered them to another worker's queue)\n", n)
