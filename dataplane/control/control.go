@@ -60,10 +60,14 @@ type Stats struct {
 	WANDropped  uint64 `json:"wan_dropped"` // ... dropped (queue full)
 	ARPReplies  uint64 `json:"arp_replies"`
 	ARPLearned  uint64 `json:"arp_learned"`
-	ARPRequests uint64 `json:"arp_requests"` // sent to resolve LAN next hops
-	EchoReplies uint64 `json:"echo_replies"` // ICMP echo answered for the router
-	ToHost      uint64 `json:"to_host"`      // frames written to the host stack
-	FromHost    uint64 `json:"from_host"`    // frames from the host stack passed on (LAN or session)
+	ARPRequests uint64 `json:"arp_requests"` // sent to resolve LAN next hops, and to probe them (NeighborProbe)
+	// NeighborProbes: unicast ARP requests and neighbour solicitations
+	// sent to learned neighbours near the end of their NeighborTTL (in
+	// ARPRequests and IPv6.NSSent too).
+	NeighborProbes uint64 `json:"neighbor_probes"`
+	EchoReplies    uint64 `json:"echo_replies"` // ICMP echo answered for the router
+	ToHost         uint64 `json:"to_host"`      // frames written to the host stack
+	FromHost       uint64 `json:"from_host"`    // frames from the host stack passed on (LAN or session)
 	// HostRouted: frames from the host stack beyond the LAN, handed to
 	// the fast path for the session (in FromHost too); HostProxied: its
 	// ARP requests and neighbour solicitations for addresses beyond the
@@ -113,7 +117,7 @@ type Control struct {
 	freePrio chan []byte
 	stats    struct {
 		wan, wanDrop, arpRep, arpLearn, arpReq, echo, toHost, fromHost, ignored, queueFull atomic.Uint64
-		hostRouted, hostProxied, hostDropped                                               atomic.Uint64
+		hostRouted, hostProxied, hostDropped, neighProbes                                  atomic.Uint64
 	}
 	// Exceptions travel from Run to the exception goroutine in excQueue,
 	// each in its own buffer from excFree: Run never blocks (with none
@@ -194,7 +198,8 @@ func (c *Control) Stats() Stats {
 		ARPReplies: c.stats.arpRep.Load(), ARPLearned: c.stats.arpLearn.Load(), ARPRequests: c.stats.arpReq.Load(),
 		EchoReplies: c.stats.echo.Load(), ToHost: c.stats.toHost.Load(), FromHost: c.stats.fromHost.Load(),
 		Ignored: c.stats.ignored.Load(), QueueFull: c.stats.queueFull.Load(), HeldSent: c.heldSent.Load(),
-		HostRouted: c.stats.hostRouted.Load(), HostProxied: c.stats.hostProxied.Load(), HostDropped: c.stats.hostDropped.Load()}
+		HostRouted: c.stats.hostRouted.Load(), HostProxied: c.stats.hostProxied.Load(), HostDropped: c.stats.hostDropped.Load(),
+		NeighborProbes: c.stats.neighProbes.Load()}
 	s.Held, s.HeldDropped, s.HeldWaiting = c.hold.counts()
 	h6, d6, w6 := c.hold6.counts()
 	s.Held, s.HeldDropped, s.HeldWaiting = s.Held+h6, s.HeldDropped+d6, s.HeldWaiting+w6
@@ -442,11 +447,16 @@ func (c *Control) resolve(ip uint32) {
 	}
 	c.lastARP[ip] = now
 	c.arpMu.Unlock()
+	c.sendARPRequest(ip, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+}
+
+// sendARPRequest sends an ARP request for ip from the router, to the
+// Ethernet address dst (broadcast to resolve; a host's own to probe it),
+// and reports whether the LAN port took it.
+func (c *Control) sendARPRequest(ip uint32, dst [6]byte) bool {
 	var buf [42]byte
 	b := buf[:]
-	for i := 0; i < 6; i++ {
-		b[i] = 0xff
-	}
+	copy(b[0:6], dst[:])
 	copy(b[6:12], c.routerMAC[:])
 	binary.BigEndian.PutUint16(b[12:], hdr.EtherTypeARP)
 	arp := b[14:]
@@ -457,9 +467,11 @@ func (c *Control) resolve(ip uint32) {
 	binary.BigEndian.PutUint32(arp[14:], c.routerAddr)
 	clear(arp[18:24])
 	binary.BigEndian.PutUint32(arp[24:], ip)
-	if c.e.Send(dataplane.ToLAN, b) == nil {
-		c.stats.arpReq.Add(1)
+	if c.e.Send(dataplane.ToLAN, b) != nil {
+		return false
 	}
+	c.stats.arpReq.Add(1)
+	return true
 }
 
 // lanHost4 reports whether a is an address a LAN host may have: inside

@@ -245,3 +245,62 @@ func TestARPNeighborsAge(t *testing.T) {
 		t.Fatal("a neighbour set from outside was dropped")
 	}
 }
+
+// TestARPNeighborProbe: a learned IPv4 neighbour in the last
+// NeighborProbe of its NeighborTTL is asked for by an ARP request sent to
+// its own MAC; its reply confirms it, so it outlives the TTL it had,
+// while one that does not answer is dropped at NeighborTTL.
+func TestARPNeighborProbe(t *testing.T) {
+	lan := memport.New("lan", 1, 256)
+	e := memEngine(t, lan, memport.New("wan", 1, 256))
+	ctl := New(e, Config{WANMAC: wanMAC})
+	startWith(t, e, ctl.Run)
+	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	quiet, quietMAC := ip4(192, 168, 1, 11), [6]byte{0x02, 0, 0, 0, 0, 0x11}
+	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP))
+	lan.Inject(0, arpFrame(1, bcast, quietMAC, quiet, routerIP))
+	waitFor(t, "both learned", 5*time.Second, func() bool { return e.Neighbors().Len() == 2 && ctl.Stats().ARPReplies == 2 })
+	lan.Drain(0, func([]byte) {}) // the replies
+	// Both were last confirmed two minutes short of NeighborTTL ago.
+	ctl.arpMu.Lock()
+	ctl.v6.seen4[hostIP] = time.Now().Add(-(NeighborTTL - 2*time.Minute))
+	ctl.v6.seen4[quiet] = ctl.v6.seen4[hostIP]
+	ctl.arpMu.Unlock()
+	resetSweep(ctl)
+	ctl.sweepNeighbors(time.Now())
+	probes := map[uint32][6]byte{}
+	waitFor(t, "two probes", 5*time.Second, func() bool {
+		lan.Drain(0, func(b []byte) {
+			if hdr.Ethernet(b).Type() != hdr.EtherTypeARP || binary.BigEndian.Uint16(b[20:]) != 1 {
+				t.Errorf("not an ARP request: %x", b)
+				return
+			}
+			if [6]byte(b[6:12]) != routerMAC || [6]byte(b[22:28]) != routerMAC || binary.BigEndian.Uint32(b[28:]) != routerIP {
+				t.Errorf("an ARP request not from the router: %x", b)
+			}
+			probes[binary.BigEndian.Uint32(b[38:])] = [6]byte(b[0:6])
+		})
+		return len(probes) == 2
+	})
+	if probes[hostIP] != hostMAC || probes[quiet] != quietMAC {
+		t.Fatalf("probes went to %x, want each host's own MAC", probes)
+	}
+	if n := ctl.Stats().NeighborProbes; n != 2 {
+		t.Fatalf("neighbor_probes %d, want 2", n)
+	}
+	// The host answers; the quiet one does not.
+	lan.Inject(0, arpFrame(2, routerMAC, hostMAC, hostIP, routerIP))
+	waitFor(t, "the answer seen", 5*time.Second, func() bool {
+		ctl.arpMu.Lock()
+		defer ctl.arpMu.Unlock()
+		return time.Since(ctl.v6.seen4[hostIP]) < time.Minute
+	})
+	resetSweep(ctl)
+	ctl.sweepNeighbors(time.Now().Add(3 * time.Minute)) // past the TTL both had
+	if _, ok := e.Neighbors().Lookup(hostIP); !ok {
+		t.Fatal("a neighbour that answered its probe was dropped")
+	}
+	if _, ok := e.Neighbors().Lookup(quiet); ok {
+		t.Fatal("a neighbour that did not answer was kept past NeighborTTL")
+	}
+}

@@ -70,10 +70,17 @@ const (
 	// become a flood of multicast on the LAN, RFC 6583).
 	NSRate = 100
 	// NeighborTTL: a neighbour no ARP or ND confirmed for this long is
-	// dropped (hosts revalidate the router far more often; traffic to a
-	// host dropped is held while it is asked for again), as are IPv6
-	// neighbours outside the LAN prefix after renumbering.
+	// dropped (traffic to a host dropped is held while it is asked for
+	// again), as are IPv6 neighbours outside the LAN prefix after
+	// renumbering.
 	NeighborTTL = 30 * time.Minute
+	// NeighborProbe: in the last NeighborProbe of its NeighborTTL, a
+	// learned neighbour is asked for by unicast once a minute (an ARP
+	// request or a neighbour solicitation to the MAC the router has for
+	// it, as Linux's NUD probes): its answer confirms it, so a host that
+	// is there never has its traffic held for the lack of ARP from it,
+	// and one that is gone is dropped at NeighborTTL all the same.
+	NeighborProbe = 3 * time.Minute
 )
 
 // Stats6 are the IPv6 control counters.
@@ -287,6 +294,18 @@ func (c *Control) fromLAN6(b []byte) bool {
 		}
 		return c.cfg.Host == nil
 	case hdr.ICMP6NeighborAdv:
+		if !m.HasTargetLL && m.Solicited && m.DstMAC == mac {
+			// The answer to a unicast solicitation (NeighborProbe) may
+			// leave the target's link-layer address out (RFC 4861
+			// 7.2.4; Linux does): it confirms a neighbour known at the
+			// MAC it came from.
+			if old, ok := c.e.Neighbors6().Lookup(&m.Target); ok && old == m.SrcMAC {
+				c.arpMu.Lock()
+				markSeen(&c.v6.seen, m.Target, false)
+				c.arpMu.Unlock()
+			}
+			return c.cfg.Host == nil
+		}
 		asked := c.askedFor(m.Target)
 		c.learn6(l6, &m.Target, m.TargetLL, m.HasTargetLL, asked || (m.Solicited && m.DstMAC == mac), !m.Override)
 		return c.cfg.Host == nil
@@ -449,30 +468,59 @@ func markSeen[K comparable](m *map[K]time.Time, k K, learned bool) {
 
 // sweepNeighbors drops the neighbours the control plane learned that no
 // ARP or ND confirmed for NeighborTTL, and IPv6 ones outside the LAN
-// prefix (Run calls it; it works once a minute). Entries set from outside
-// (Engine.SetNeighbor) stay.
+// prefix, and probes those in the last NeighborProbe of their TTL (Run
+// calls it; it works once a minute). Entries set from outside
+// (Engine.SetNeighbor) stay and are not probed.
 func (c *Control) sweepNeighbors(now time.Time) {
-	// arpMu is held to the end: an ARP or NA moving a neighbour meanwhile
-	// must not be undone by the deletion.
+	probe4, probe6 := c.sweepLocked(now)
+	for _, ip := range probe4 {
+		if mac, ok := c.e.Neighbors().Lookup(ip); ok && c.sendARPRequest(ip, mac) {
+			c.stats.neighProbes.Add(1)
+		}
+	}
+	if len(probe6) == 0 {
+		return
+	}
+	src := hdr.LinkLocalEUI64(c.routerMAC)
+	var out [128]byte
+	for _, ip := range probe6 {
+		if mac, ok := c.e.Neighbors6().Lookup(&ip); ok &&
+			c.e.Send(dataplane.ToLAN, ndp.AppendUnicastNS(out[:0], src, ip, mac, c.routerMAC)) == nil {
+			c.v6.nsSent.Add(1)
+			c.stats.neighProbes.Add(1)
+		}
+	}
+}
+
+// sweepLocked is sweepNeighbors' work under arpMu (held to the end: an
+// ARP or NA moving a neighbour meanwhile must not be undone by the
+// deletion); it returns the neighbours to probe.
+func (c *Control) sweepLocked(now time.Time) (probe4 []uint32, probe6 []hdr.Addr6) {
 	c.arpMu.Lock()
 	defer c.arpMu.Unlock()
 	if now.Sub(c.v6.lastSweep) < time.Minute {
-		return
+		return nil, nil
 	}
 	c.v6.lastSweep = now
 	l6 := c.e.LAN6()
 	var gone []hdr.Addr6
 	for ip, t := range c.v6.seen {
-		if now.Sub(t) > NeighborTTL || l6 == nil || !l6.Contains(&ip) {
+		switch age := now.Sub(t); {
+		case age > NeighborTTL || l6 == nil || !l6.Contains(&ip):
 			gone = append(gone, ip)
 			delete(c.v6.seen, ip)
+		case age > NeighborTTL-NeighborProbe:
+			probe6 = append(probe6, ip)
 		}
 	}
 	var gone4 []uint32
 	for ip, t := range c.v6.seen4 {
-		if now.Sub(t) > NeighborTTL {
+		switch age := now.Sub(t); {
+		case age > NeighborTTL:
 			gone4 = append(gone4, ip)
 			delete(c.v6.seen4, ip)
+		case age > NeighborTTL-NeighborProbe:
+			probe4 = append(probe4, ip)
 		}
 	}
 	if len(gone) > 0 {
@@ -481,6 +529,7 @@ func (c *Control) sweepNeighbors(now time.Time) {
 	if len(gone4) > 0 {
 		c.e.DeleteNeighbors(gone4)
 	}
+	return probe4, probe6
 }
 
 // sendHeld6 sends the frames held for ip, now that its MAC is known.

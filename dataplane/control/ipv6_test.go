@@ -349,6 +349,73 @@ func resetSweep(c *Control) {
 	c.arpMu.Unlock()
 }
 
+// TestControl6NeighborProbe: a learned IPv6 neighbour in the last
+// NeighborProbe of its NeighborTTL is sent a neighbour solicitation to
+// its own address and MAC; a solicited NA without the target's
+// link-layer address (as Linux answers a unicast one) confirms it when it
+// comes from the MAC the router has, not from another.
+func TestControl6NeighborProbe(t *testing.T) {
+	r := newCtl6Rig(t, true)
+	r.lan.Inject(0, hostNS(r.l6.Router))
+	waitFor(t, "host learned", 5*time.Second, func() bool { _, ok := r.e.Neighbors6().Lookup(&host6IP); return ok })
+	r.ctl.arpMu.Lock()
+	r.ctl.v6.seen[host6IP] = time.Now().Add(-(NeighborTTL - 2*time.Minute))
+	r.ctl.arpMu.Unlock()
+	resetSweep(r.ctl)
+	r.ctl.sweepNeighbors(time.Now())
+	var probe ndp.Message
+	waitFor(t, "a probe", 5*time.Second, func() bool {
+		ms, _ := r.lanFrames()
+		for _, m := range ms {
+			if m.Type == hdr.ICMP6NeighborSol {
+				probe = m
+				return true
+			}
+		}
+		return false
+	})
+	if probe.Dst != host6IP || probe.DstMAC != hostMAC || probe.Target != host6IP || probe.Src != routerLL6 ||
+		probe.SrcMAC != routerMAC || !probe.HasSourceLL || probe.SourceLL != routerMAC {
+		t.Fatalf("probe %+v: want an NS for and to the host, at its MAC, from the router's link-local address", probe)
+	}
+	if n := r.ctl.Stats().NeighborProbes; n != 1 {
+		t.Fatalf("neighbor_probes %d, want 1", n)
+	}
+	confirmed := func() bool {
+		r.ctl.arpMu.Lock()
+		defer r.ctl.arpMu.Unlock()
+		return time.Since(r.ctl.v6.seen[host6IP]) < time.Minute
+	}
+	// An answer from another MAC, then a marker (a router solicitation,
+	// which does not touch the entry's age): the answer changed nothing.
+	r.lan.Inject(0, bareNA(t, [6]byte{0x02, 0, 0, 0, 0, 0x66}))
+	before := r.ctl.Stats6().RSReceived
+	r.lan.Inject(0, rsFrame(t))
+	waitFor(t, "the marker", 5*time.Second, func() bool { return r.ctl.Stats6().RSReceived > before })
+	if confirmed() {
+		t.Fatal("an NA from another MAC confirmed the neighbour")
+	}
+	r.lan.Inject(0, bareNA(t, hostMAC))
+	waitFor(t, "the answer seen", 5*time.Second, confirmed)
+	resetSweep(r.ctl)
+	r.ctl.sweepNeighbors(time.Now().Add(3 * time.Minute))
+	if _, ok := r.e.Neighbors6().Lookup(&host6IP); !ok {
+		t.Fatal("a neighbour that answered its probe was dropped")
+	}
+}
+
+// bareNA is a solicited NA for host6IP from Ethernet source mac to the
+// router, without a target link-layer option.
+func bareNA(t *testing.T, mac [6]byte) []byte {
+	ip := &layers.IPv6{Version: 6, NextHeader: layers.IPProtocolICMPv6, HopLimit: 255, SrcIP: host6IP[:], DstIP: routerLL6[:]}
+	icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborAdvertisement, 0)}
+	if err := icmp.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	return serialize(t, &layers.Ethernet{SrcMAC: mac[:], DstMAC: routerMAC[:], EthernetType: layers.EthernetTypeIPv6}, ip, icmp,
+		&layers.ICMPv6NeighborAdvertisement{Flags: 0x40, TargetAddress: host6IP[:]})
+}
+
 // TestControl6NeighborsAge: a neighbour no ND confirmed for NeighborTTL
 // is dropped, and so is one outside the prefix after renumbering.
 func TestControl6NeighborsAge(t *testing.T) {

@@ -130,6 +130,15 @@ func AppendNS(b []byte, src, target hdr.Addr6, mac [6]byte) []byte {
 	return appendNS(b, hdr.MulticastMAC(&dst), mac, &src, &dst, &target, sll)
 }
 
+// AppendUnicastNS appends a Neighbor Solicitation for target from src (a
+// router address on the LAN) with link-layer address mac, sent to target
+// itself at dstMAC, the link-layer address the router has for it: the
+// unicast probe of neighbour unreachability detection (RFC 4861 7.3.3),
+// with a source link-layer option.
+func AppendUnicastNS(b []byte, src, target hdr.Addr6, dstMAC, mac [6]byte) []byte {
+	return appendNS(b, dstMAC, mac, &src, &target, &target, &mac)
+}
+
 // AppendEchoReply appends the echo reply to the echo request m (as Parse
 // returned it): from src, one of the router's addresses, with Ethernet
 // source mac, to m's source address and Ethernet source, hop limit 64,
