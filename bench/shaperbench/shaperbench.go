@@ -16,6 +16,7 @@ type Packet struct {
 	Flow  uint32 // 5-tuple hash
 	Host  uint32 // LAN host hash
 	Probe bool   // a ping: its delay is measured
+	Bulk  int32  // a bulk packet's flow, 0..BulkFlows-1
 	Born  int64  // when the source emitted it (sim clock, ns)
 }
 
@@ -74,6 +75,13 @@ type Result struct {
 	PingLossPct float64 `json:"ping_loss_pct"`
 	PingLossOff float64 `json:"ping_loss_pct_off"`
 	Pings       int     `json:"pings"`
+	// The bulk flows' rates out of the path after the warmup, shaped
+	// run: the slowest and fastest flow's, and Jain's fairness index
+	// over all of them ((sum x)^2 / (n sum x^2): 1 when all are equal,
+	// 1/n when one takes everything).
+	FlowMbitMin float64 `json:"flow_mbit_min"`
+	FlowMbitMax float64 `json:"flow_mbit_max"`
+	JainIndex   float64 `json:"jain_index"`
 
 	// What ran: the path's name ("shaper", "pipeline", or "custom" for a
 	// path that does not report), whether packets went through the
@@ -192,6 +200,7 @@ func Run(opts Options) (Result, error) {
 		PingLossPct:        on.pingLoss,
 		PingLossOff:        off.pingLoss,
 		Pings:              on.pings,
+		JainIndex:          jain(on.flowRates),
 		WallSec:            time.Since(t0).Seconds(),
 		Path:               on.report.Name,
 		Pipeline:           on.report.Pipeline,
@@ -203,9 +212,25 @@ func Run(opts Options) (Result, error) {
 		ShaperDrops:        on.report.ShaperDrops,
 		InFlight:           on.report.InFlight,
 	}
+	if len(on.flowRates) > 0 {
+		r.FlowMbitMin, r.FlowMbitMax = slices.Min(on.flowRates)/1e6, slices.Max(on.flowRates)/1e6
+	}
 	r.NsPerPkt, r.CPUNsPerPkt = Cost(o.Config, o.BenchPackets)
 	r.GoalsMet = r.MeetsGoals()
 	return r, nil
+}
+
+// jain is Jain's fairness index of xs (0 for none, or all zero).
+func jain(xs []float64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(xs)) * sq)
 }
 
 func pct(xs []int64, q float64) float64 {
@@ -219,11 +244,13 @@ func pct(xs []int64, q float64) float64 {
 }
 
 type simResult struct {
-	rate     float64 // bit/s leaving the path (wire bytes) after warmup
-	delays   []int64 // ping added delay, ns
-	pingLoss float64 // percent
-	pings    int
-	report   PathReport
+	rate float64 // bit/s leaving the path (wire bytes) after warmup
+	// flowRates: each bulk flow's bit/s (wire bytes) after warmup
+	flowRates []float64
+	delays    []int64 // ping added delay, ns
+	pingLoss  float64 // percent
+	pings     int
+	report    PathReport
 }
 
 // pool recycles packets without allocating in the loop.
@@ -271,11 +298,13 @@ func simulate(o Options, shaped bool) (simResult, error) {
 		lossEnd   = max(end-bufNs-int64(100*time.Millisecond), warm+1)
 		lossSent  int
 		lossDeliv int
+		flowBytes = make([]int64, o.BulkFlows)
 	)
 	for now := clk.Now(); now < end; now = clk.Now() {
 		for int64(bulkNext) <= now {
 			p := pl.get()
-			*p = Packet{Size: o.BulkSize, Flow: (bulkN%uint32(o.BulkFlows) + 1) * 0x9e3779b9, Host: 1, Born: int64(bulkNext)}
+			*p = Packet{Size: o.BulkSize, Flow: (bulkN%uint32(o.BulkFlows) + 1) * 0x9e3779b9, Host: 1, Born: int64(bulkNext),
+				Bulk: int32(bulkN % uint32(o.BulkFlows))}
 			bulkN++
 			path.Send(now, p)
 			bulkNext += bulkGap
@@ -301,6 +330,9 @@ func simulate(o Options, shaped bool) (simResult, error) {
 			for _, p := range out[:n] {
 				if now >= warm {
 					measured += int64(ovh.WireLen(p.Size))
+					if !p.Probe {
+						flowBytes[p.Bulk] += int64(ovh.WireLen(p.Size))
+					}
 				}
 				start := max(now, lineBusy)
 				if start-now+lineNs(p.Size) > bufNs { // line FIFO full (bytes): tail drop
@@ -342,6 +374,9 @@ func simulate(o Options, shaped bool) (simResult, error) {
 		}
 	}
 	res.rate = float64(measured*8) / (float64(end-warm) / 1e9)
+	for _, b := range flowBytes {
+		res.flowRates = append(res.flowRates, float64(b*8)/(float64(end-warm)/1e9))
+	}
 	if lossSent > 0 {
 		res.pingLoss = float64(lossSent-lossDeliv) / float64(lossSent) * 100
 	}

@@ -2,6 +2,7 @@ package shaperbench
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,23 @@ func TestRun(t *testing.T) {
 		}
 		if r.NsPerPkt <= 0 || r.Pings == 0 || r.PingLossPct > 0 {
 			t.Errorf("result %+v", r)
+		}
+		// One FQ-CoDel shares the rate among the bulk flows alike.
+		if r.JainIndex < 0.99 || r.FlowMbitMin <= 0 || r.FlowMbitMax > 1.05*r.ShapedMbit/16 {
+			t.Errorf("bulk flows %.3f-%.3f Mbit/s, Jain's index %.4f: not shared alike", r.FlowMbitMin, r.FlowMbitMax, r.JainIndex)
+		}
+	}
+}
+
+// TestJain: Jain's index is 1 for equal shares and 1/n for one taking
+// everything.
+func TestJain(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{[]float64{3, 3, 3}, 1}, {[]float64{5, 0, 0, 0}, 0.25}, {[]float64{1, 3}, 0.8}, {nil, 0}} {
+		if got := jain(c.xs); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("jain(%v) = %v, want %v", c.xs, got, c.want)
 		}
 	}
 }

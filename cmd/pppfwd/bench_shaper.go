@@ -137,6 +137,7 @@ func printShaperTable(w io.Writer, r *shaperReport) {
 	fmt.Fprintf(tw, "ping loss\t%.2f %%\t%.2f %%\t\n", r.PingLossPct, r.PingLossOff)
 	fmt.Fprintf(tw, "shaped rate\t%.3f Mbit/s (error %.4f %%)\t\t<= %d %%\n", r.ShapedMbit, r.RateErrorPct, shaperbench.GoalRateErrorPct)
 	fmt.Fprintf(tw, "shaper cost\t%.1f ns/pkt (cpu %.1f)\t\t<= %d ns\n", r.NsPerPkt, r.CPUNsPerPkt, shaperbench.GoalNsPerPkt)
+	fmt.Fprintf(tw, "bulk flows\t%.3f-%.3f Mbit/s each (Jain's index %.4f)\t\t\n", r.FlowMbitMin, r.FlowMbitMax, r.JainIndex)
 	fmt.Fprintf(tw, "packets out / dropped\t%d / %d (fq_codel %d)\t\t\n", r.Frames, r.Lost, r.ShaperDrops)
 	var names []string
 	for k := range r.Drops {
