@@ -42,11 +42,15 @@ import (
 // another backlogged worker's flows wait at their limit. So workers lease
 // through a Lessee (NewLessee), which has a share clock: the time up to
 // which it has had its share of the rate. A lease moves the clock on by
-// the lease's time at the lessee's share, 1/k of the rate when k lessees
-// take a share: those busy (a queue waiting on the rate, from a lease
-// until Idle) and those idle whose clock is still ahead of now, so that
-// a lessee whose queue keeps running dry has about the share it uses and
-// the others' add up to the rest. A busy lessee whose clock is past now
+// the lease's time at the lessee's share: its weight over the weights of
+// all lessees that take a share, those busy (a queue waiting on the rate,
+// from a lease until Idle) and those idle whose clock is still ahead of
+// now, so that a lessee whose queue keeps running dry has about the share
+// it uses and the others' add up to the rest. A lessee's weight
+// (SetWeight, 1 unless set) is what its scheduler shares its part among:
+// its bulk flows (FQCoDel's weight), or their hosts under per-host
+// fairness, so the bulk flows (or hosts) of all workers share the rate as
+// those of one scheduler would, not each worker's alike. A busy lessee whose clock is past now
 // is ahead of its share, and is refused while another busy lessee is
 // behind its own (that one's clock at or before now): the credit waits
 // for the lessee it is owed to, which takes it at its next run, through
@@ -79,10 +83,14 @@ type Bucket struct {
 // lesseeSlot is what the other lessees see of one. Its own cache line:
 // its lessee writes it at every lease.
 type lesseeSlot struct {
-	share atomic.Int64 // share clock, ns (idleShare: never leased)
-	busy  atomic.Bool
-	_     [48]byte
+	share  atomic.Int64 // share clock, ns (idleShare: never leased)
+	busy   atomic.Bool
+	weight atomic.Int64 // the lessee's weight (SetWeight)
+	_      [40]byte
 }
+
+// MaxWeight bounds a lessee's weight (SetWeight).
+const MaxWeight = 1 << 20
 
 const idleShare = math.MinInt64
 
@@ -219,12 +227,16 @@ func (b *Bucket) Ready() int64 { return b.tat.Load() }
 // of the rate beside the other lessees' (see Bucket). A Lessee is used by
 // one goroutine; lessees of one Bucket run concurrently.
 type Lessee struct {
-	b      *Bucket
-	slot   *lesseeSlot
-	share  int64 // share clock, ns (idleShare: never leased)
-	busy   bool
-	others int64 // lessees other than this one taking a share, at its last lease
-	until  int64 // a refused lease's retry time (0: none)
+	b     *Bucket
+	slot  *lesseeSlot
+	share int64 // share clock, ns (idleShare: never leased)
+	busy  bool
+	w     int64 // weight (SetWeight), >= 1
+	// others is the weight of the lessees other than this one taking a
+	// share, and lw this one's, at its last lease: a lease of d ns of
+	// rate moved the share clock on by d*(others+lw)/lw.
+	others, lw int64
+	until      int64 // a refused lease's retry time (0: none)
 }
 
 // NewLessee returns a new lessee of b, idle (nil for a nil b). It
@@ -235,6 +247,7 @@ func (b *Bucket) NewLessee() *Lessee {
 	}
 	sl := &lesseeSlot{}
 	sl.share.Store(idleShare)
+	sl.weight.Store(1)
 	for {
 		old := b.lessees.Load()
 		var n []*lesseeSlot
@@ -246,7 +259,19 @@ func (b *Bucket) NewLessee() *Lessee {
 			break
 		}
 	}
-	return &Lessee{b: b, slot: sl, share: idleShare}
+	return &Lessee{b: b, slot: sl, share: idleShare, w: 1, lw: 1}
+}
+
+// SetWeight sets the lessee's weight for its next leases (clamped to
+// 1..MaxWeight): its share of the rate beside the others' is its weight
+// over theirs and its own. Writes the lessee's shared line only when the
+// weight changes.
+func (l *Lessee) SetWeight(n int) {
+	w := min(max(int64(n), 1), MaxWeight)
+	if w != l.w {
+		l.w = w
+		l.slot.weight.Store(w)
+	}
 }
 
 // Lease is Bucket.Lease for this lessee.
@@ -291,15 +316,23 @@ func (l *Lessee) LeaseWaiting(now, need, since int64) (granted, retry int64) {
 			break
 		}
 	}
-	// At a share of 1/(others+1), d of rate lasts (others+1)*d.
-	l.others = others
-	l.share = min(s, now) + (others+1)*d
+	// At a share of w/(others+w), d of rate lasts d*(others+w)/w.
+	l.others, l.lw = others, l.w
+	l.share = min(s, now) + shareTime(d, others, l.w)
 	l.slot.share.Store(l.share)
 	return amount, 0
 }
 
-// scan returns how many lessees other than self take a share at now,
-// and whether one of them is owed credit. A lessee takes a share while
+// shareTime is how long d ns of rate lasts at a share of w/(others+w).
+func shareTime(d, others, w int64) int64 {
+	if others == 0 {
+		return d
+	}
+	return d * (others + w) / w
+}
+
+// scan returns the weight of the lessees other than self that take a
+// share at now, and whether one of them is owed credit. A lessee takes a share while
 // it is busy, and while idle until its share clock, which it moved on by
 // what it took, comes round to now: one whose queue keeps running dry
 // has a share about as large as what it uses, so the others' shares add
@@ -317,10 +350,10 @@ func (b *Bucket) scan(self *lesseeSlot, now int64) (others int64, owed bool) {
 		s := sl.share.Load()
 		switch {
 		case sl.busy.Load():
-			others++
+			others += sl.weight.Load()
 			owed = owed || s <= now && s >= horizon
 		case s > now:
-			others++
+			others += sl.weight.Load()
 		}
 	}
 	return others, owed
@@ -335,7 +368,7 @@ func (l *Lessee) Return(bytes int64) {
 	d := l.b.p.Load().bytesToNs(bytes)
 	l.b.tat.Add(-d)
 	if l.share != idleShare {
-		l.share -= (l.others + 1) * d
+		l.share -= shareTime(d, l.others, l.lw)
 		l.slot.share.Store(l.share)
 	}
 }

@@ -1,7 +1,8 @@
 // Package shaper is pppfwd's FQ-CoDel scheduler (RFC 8290, with RFC 8289
 // CoDel per flow queue) and a rate limiter whose rate is shared by every
 // worker: a global token bucket from which workers lease credit in chunks
-// (see Bucket). It depends on nothing of pppfwd's but a Clock, and handles
+// (see Bucket), each taking a share weighted by its bulk flows (or their
+// hosts), so the flows of all workers share the rate as one fq_codel's. It depends on nothing of pppfwd's but a Clock, and handles
 // packets through the Ops the caller provides.
 //
 // Behaviour follows Linux fq_codel (defaults, new/old flow lists, drop

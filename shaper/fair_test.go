@@ -17,6 +17,7 @@ type fairWorker struct {
 	load  float64 // arrivals, as a fraction of the rate
 	poll  int64   // ns between polls (a multiple of fairStep)
 	flows int     // flows its arrivals spread over (default 4)
+	hosts int     // LAN hosts its flows belong to (0: no per-host fairness)
 
 	s       *FQCoDel[*tpkt]
 	pkt     tpkt
@@ -43,7 +44,7 @@ func runFair(rate uint64, ws []*fairWorker, order func(step int64) []int) {
 	b := NewBucket(rate, clk)
 	out := make([]*tpkt, 64)
 	for _, w := range ws {
-		w.s = New[*tpkt](Config{}, b, clk, &tops{})
+		w.s = New[*tpkt](Config{HostFair: w.hosts > 0}, b, clk, &tops{})
 		w.pkt = tpkt{size: fairSize}
 		w.flows = max(w.flows, 1)
 	}
@@ -62,7 +63,11 @@ func runFair(rate uint64, ws []*fairWorker, order func(step int64) []int) {
 			w.last = now
 			for ; w.pending >= fairSize; w.pending -= fairSize {
 				w.next++
-				w.s.EnqueueAt(&w.pkt, 0x9e3779b9*(w.next%uint32(w.flows)+uint32(i)*64), 0, now)
+				var host uint32
+				if w.hosts > 0 {
+					host = 0x85ebca6b * (w.next%uint32(w.flows)%uint32(w.hosts) + uint32(i)*64)
+				}
+				w.s.EnqueueAt(&w.pkt, 0x9e3779b9*(w.next%uint32(w.flows)+uint32(i)*64), host, now)
 			}
 			for {
 				n := w.s.DequeueAt(out, now)
@@ -131,6 +136,37 @@ func TestBucketFairBacklogged(t *testing.T) {
 					checkFair(t, rate, ws, nil)
 				})
 			}
+		}
+	}
+}
+
+// TestBucketFairPerFlow: backlogged workers share the rate by their
+// active flows, as one fq_codel shares it among all their flows: a flow
+// alone on its worker beside a worker with three gets a quarter, not
+// half. Under per-host fairness they share it by their active hosts.
+func TestBucketFairPerFlow(t *testing.T) {
+	for _, rate := range []uint64{10e6, 100e6} {
+		for _, tc := range []struct {
+			name         string
+			flows, hosts []int
+			want         []float64
+		}{
+			{"1-beside-3", []int{1, 3}, nil, []float64{0.25, 0.75}},
+			{"1-beside-7", []int{1, 7}, nil, []float64{0.125, 0.875}},
+			{"1-1-2", []int{1, 1, 2}, nil, []float64{0.25, 0.25, 0.5}},
+			{"hosts-1-beside-3", []int{4, 3}, []int{1, 3}, []float64{0.25, 0.75}},
+		} {
+			t.Run(fmt.Sprintf("%dMbit/%s", rate/1e6, tc.name), func(t *testing.T) {
+				ws := make([]*fairWorker, len(tc.flows))
+				for i := range ws {
+					ws[i] = &fairWorker{load: 2, poll: fairStep, flows: tc.flows[i]}
+					if tc.hosts != nil {
+						ws[i].hosts = tc.hosts[i]
+					}
+				}
+				runFair(rate, ws, fixedOrder(len(ws)))
+				checkFair(t, rate, ws, tc.want)
+			})
 		}
 	}
 }

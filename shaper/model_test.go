@@ -1,6 +1,7 @@
 package shaper
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -165,8 +166,42 @@ func runDiff(t *testing.T, script []byte) {
 		if s.Len() != m.total {
 			t.Fatalf("op %d: Len %d, model %d", i, s.Len(), m.total)
 		}
+		if err := checkBulk(s); err != nil {
+			t.Fatalf("op %d: %v", i, err)
+		}
 		clk.Advance(1000)
 	}
+}
+
+// checkBulk checks the scheduler's weight counts against its flows: bulk
+// is the number of old-list flows holding packets, hostBulk each host
+// slot's share of them and bulkHosts the slots with any.
+func checkBulk(s *FQCoDel[*tpkt]) error {
+	var bulk int32
+	perHost := map[int32]int32{}
+	for i := range s.flows {
+		if f := &s.flows[i]; f.list == listOld && f.qlen > 0 {
+			bulk++
+			if s.hostBulk != nil {
+				perHost[f.host]++
+			}
+		}
+	}
+	if bulk != s.bulk {
+		return fmt.Errorf("bulk %d, %d flows on the old list hold packets", s.bulk, bulk)
+	}
+	if s.hostBulk == nil {
+		return nil
+	}
+	for h, n := range s.hostBulk {
+		if n != perHost[int32(h)] {
+			return fmt.Errorf("host slot %d: hostBulk %d, %d bulk flows", h, n, perHost[int32(h)])
+		}
+	}
+	if int(s.bulkHosts) != len(perHost) {
+		return fmt.Errorf("bulkHosts %d, %d hosts with bulk flows", s.bulkHosts, len(perHost))
+	}
+	return nil
 }
 
 func TestDifferentialFQ(t *testing.T) {

@@ -107,6 +107,13 @@ type FQCoDel[T any] struct {
 	hosts []int32 // active flows per host slot (HostFair)
 	newL  flowList
 	oldL  flowList
+	// bulk counts the flows on the old list that hold packets: the flows
+	// that have used a quantum and still wait, not a sparse flow passing
+	// through the new list. hostBulk counts them per host slot, and
+	// bulkHosts the host slots with one (HostFair). The scheduler's
+	// weight on a shared bucket (Lessee.SetWeight) is bulk, or bulkHosts.
+	bulk, bulkHosts int32
+	hostBulk        []int32
 
 	qlen   int
 	mem    int64
@@ -160,6 +167,7 @@ func New[T any](cfg Config, b *Bucket, clk Clock, ops Ops[T]) *FQCoDel[T] {
 	}
 	if cfg.HostFair {
 		s.hosts = make([]int32, cfg.Flows)
+		s.hostBulk = make([]int32, cfg.Flows)
 	}
 	s.followRate()
 	for i := range s.slots {
@@ -267,6 +275,9 @@ func (s *FQCoDel[T]) EnqueueAt(p T, flowHash, hostHash uint32, now int64) {
 	s.mem += int64(size)
 	s.stats.Enqueued++
 
+	if f.qlen == 1 && f.list == listOld {
+		s.bulkUp(f)
+	}
 	if f.list == listNone {
 		if s.hosts != nil {
 			h := reduce(hostHash, len(s.hosts))
@@ -327,6 +338,9 @@ func (s *FQCoDel[T]) popHead(f *flowQ) int32 {
 		f.tail = nilIdx
 	}
 	f.qlen--
+	if f.qlen == 0 && f.list == listOld {
+		s.bulkDown(f)
+	}
 	f.backlog -= int64(sl.size)
 	s.qlen--
 	s.mem -= int64(sl.size)
@@ -397,6 +411,9 @@ func (s *FQCoDel[T]) pick() int32 {
 		if f.deficit <= 0 {
 			f.deficit += s.flowQuantum(f)
 			s.popList(l)
+			if l == &s.newL && f.qlen > 0 {
+				s.bulkUp(f)
+			}
 			s.push(&s.oldL, fi, listOld)
 			continue
 		}
@@ -516,6 +533,7 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 				// The queue has waited on the rate since it
 				// filled: a late worker catches up on that time.
 				p := s.b.p.Load() // before the lease: a rate set meanwhile drops the credit
+				s.l.SetWeight(s.weight())
 				g, _ := s.l.LeaseWaiting(now, w-s.credit, s.since)
 				if g == 0 {
 					s.blocked = true
@@ -548,6 +566,39 @@ func (s *FQCoDel[T]) DequeueAt(out []T, now int64) int {
 	}
 	s.stats.Dequeued += uint64(n)
 	return n
+}
+
+// bulkUp notes that f, on the old list, holds packets (see bulk).
+func (s *FQCoDel[T]) bulkUp(f *flowQ) {
+	s.bulk++
+	if s.hostBulk != nil && f.host != nilIdx {
+		if s.hostBulk[f.host]++; s.hostBulk[f.host] == 1 {
+			s.bulkHosts++
+		}
+	}
+}
+
+// bulkDown notes that f, on the old list, holds no more packets.
+func (s *FQCoDel[T]) bulkDown(f *flowQ) {
+	s.bulk--
+	if s.hostBulk != nil && f.host != nilIdx {
+		if s.hostBulk[f.host]--; s.hostBulk[f.host] == 0 {
+			s.bulkHosts--
+		}
+	}
+}
+
+// weight is the scheduler's weight beside the other workers' on a shared
+// bucket: its bulk flows, or with per-host fairness the hosts they belong
+// to (each worker splits its share among those as DRR does). Sparse
+// flows (a ping, a DNS query) do not count: they are served from the new
+// list at once and hardly use the rate, and counting them would move the
+// workers' shares at every such packet.
+func (s *FQCoDel[T]) weight() int {
+	if s.hostBulk != nil {
+		return int(s.bulkHosts)
+	}
+	return int(s.bulk)
 }
 
 // Len returns the number of queued packets.
