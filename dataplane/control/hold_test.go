@@ -7,6 +7,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/pppfwd/pppfwd/dataplane"
 	"github.com/pppfwd/pppfwd/hdr"
 	"github.com/pppfwd/pppfwd/nic/memport"
 )
@@ -168,6 +169,16 @@ func TestControlHoldsUnresolved(t *testing.T) {
 	}
 }
 
+// arpRig starts a control plane on an engine over memports and returns
+// the LAN port, the engine and the control plane.
+func arpRig(t *testing.T) (*memport.Port, *dataplane.Engine, *Control) {
+	lan := memport.New("lan", 1, 256)
+	e := memEngine(t, lan, memport.New("wan", 1, 256))
+	ctl := New(e, Config{WANMAC: wanMAC})
+	startWith(t, e, ctl.Run)
+	return lan, e, ctl
+}
+
 // arpFrame builds an ARP packet from sha/spa about tpa, to dst.
 func arpFrame(op uint16, dst, sha [6]byte, spa, tpa uint32) []byte {
 	b := make([]byte, 42)
@@ -187,28 +198,24 @@ func arpFrame(op uint16, dst, sha [6]byte, spa, tpa uint32) []byte {
 // a new MAC (a VRRP address moving) updates its entry; one from an
 // unknown host creates none (only ARP about the router does).
 func TestGratuitousARPMovesKnownHost(t *testing.T) {
-	lan := memport.New("lan", 1, 256)
-	e := memEngine(t, lan, memport.New("wan", 1, 256))
-	ctl := New(e, Config{WANMAC: wanMAC})
-	startWith(t, e, ctl.Run)
-	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP)) // asks for the router: learned
+	lan, e, _ := arpRig(t)
+	lan.Inject(0, arpFrame(1, bcastMAC, hostMAC, hostIP, routerIP)) // asks for the router: learned
 	waitFor(t, "host learned", 5*time.Second, func() bool { m, ok := e.Neighbors().Lookup(hostIP); return ok && m == hostMAC })
 	backup := [6]byte{0x02, 0, 0, 0, 0, 0x42}
-	lan.Inject(0, arpFrame(1, bcast, backup, hostIP, hostIP)) // gratuitous, from the new owner
+	lan.Inject(0, arpFrame(1, bcastMAC, backup, hostIP, hostIP)) // gratuitous, from the new owner
 	waitFor(t, "entry moved", 5*time.Second, func() bool { m, _ := e.Neighbors().Lookup(hostIP); return m == backup })
 	// A non-gratuitous change right after (another host answering for
 	// the address) is ignored for a second.
 	lan.Inject(0, arpFrame(2, routerMAC, [6]byte{0x02, 0, 0, 0, 0, 0x44}, hostIP, routerIP))
 	marker := hostIP + 9 // learned after the reply above is processed
-	lan.Inject(0, arpFrame(1, bcast, [6]byte{0x02, 0, 0, 0, 0, 0x45}, marker, routerIP))
+	lan.Inject(0, arpFrame(1, bcastMAC, [6]byte{0x02, 0, 0, 0, 0, 0x45}, marker, routerIP))
 	waitFor(t, "marker", 5*time.Second, func() bool { _, ok := e.Neighbors().Lookup(marker); return ok })
 	if m, _ := e.Neighbors().Lookup(hostIP); m != backup {
 		t.Fatalf("entry flapped to %x within the locktime", m)
 	}
 	other := hostIP + 5
-	lan.Inject(0, arpFrame(1, bcast, [6]byte{0x02, 0, 0, 0, 0, 0x43}, other, other))
-	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, hostIP)) // a gratuitous marker processed after it
+	lan.Inject(0, arpFrame(1, bcastMAC, [6]byte{0x02, 0, 0, 0, 0, 0x43}, other, other))
+	lan.Inject(0, arpFrame(1, bcastMAC, hostMAC, hostIP, hostIP)) // a gratuitous marker processed after it
 	waitFor(t, "marker", 5*time.Second, func() bool { m, _ := e.Neighbors().Lookup(hostIP); return m == hostMAC })
 	if _, ok := e.Neighbors().Lookup(other); ok {
 		t.Fatal("a gratuitous ARP from an unknown host created an entry")
@@ -219,15 +226,11 @@ func TestGratuitousARPMovesKnownHost(t *testing.T) {
 // ARP confirmed for NeighborTTL is dropped (its next packet is held while
 // ARP asks again); ARP from it keeps it; one set from outside stays.
 func TestARPNeighborsAge(t *testing.T) {
-	lan := memport.New("lan", 1, 256)
-	e := memEngine(t, lan, memport.New("wan", 1, 256))
+	lan, e, ctl := arpRig(t)
 	static := ip4(192, 168, 1, 50)
 	e.SetNeighbor(static, [6]byte{2, 0, 0, 0, 0, 0x50})
-	ctl := New(e, Config{WANMAC: wanMAC})
-	startWith(t, e, ctl.Run)
-	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP))
-	lan.Inject(0, arpFrame(1, bcast, [6]byte{2, 0, 0, 0, 0, 0x50}, static, routerIP)) // the static one asks too
+	lan.Inject(0, arpFrame(1, bcastMAC, hostMAC, hostIP, routerIP))
+	lan.Inject(0, arpFrame(1, bcastMAC, [6]byte{2, 0, 0, 0, 0, 0x50}, static, routerIP)) // the static one asks too
 	waitFor(t, "host learned", 5*time.Second, func() bool {
 		_, ok := e.Neighbors().Lookup(hostIP)
 		return ok && ctl.Stats().ARPReplies == 2
@@ -251,14 +254,10 @@ func TestARPNeighborsAge(t *testing.T) {
 // its own MAC; its reply confirms it, so it outlives the TTL it had,
 // while one that does not answer is dropped at NeighborTTL.
 func TestARPNeighborProbe(t *testing.T) {
-	lan := memport.New("lan", 1, 256)
-	e := memEngine(t, lan, memport.New("wan", 1, 256))
-	ctl := New(e, Config{WANMAC: wanMAC})
-	startWith(t, e, ctl.Run)
-	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	lan, e, ctl := arpRig(t)
 	quiet, quietMAC := ip4(192, 168, 1, 11), [6]byte{0x02, 0, 0, 0, 0, 0x11}
-	lan.Inject(0, arpFrame(1, bcast, hostMAC, hostIP, routerIP))
-	lan.Inject(0, arpFrame(1, bcast, quietMAC, quiet, routerIP))
+	lan.Inject(0, arpFrame(1, bcastMAC, hostMAC, hostIP, routerIP))
+	lan.Inject(0, arpFrame(1, bcastMAC, quietMAC, quiet, routerIP))
 	waitFor(t, "both learned", 5*time.Second, func() bool { return e.Neighbors().Len() == 2 && ctl.Stats().ARPReplies == 2 })
 	lan.Drain(0, func([]byte) {}) // the replies
 	// Both were last confirmed two minutes short of NeighborTTL ago.
