@@ -38,34 +38,36 @@ import (
 // most CatchUp of rate, into the line's buffer.
 //
 // Fairness: a lease granted to whoever asks first would let the worker
-// that steps first, or polls most often, take the whole rate while
-// another backlogged worker's flows wait at their limit. So workers lease
-// through a Lessee (NewLessee), which has a share clock: the time up to
-// which it has had its share of the rate. A lease moves the clock on by
-// the lease's time at the lessee's share: its weight over the weights of
-// all lessees that take a share, those busy (a queue waiting on the rate,
-// from a lease until Idle) and those idle whose clock is still ahead of
-// now, so that a lessee whose queue keeps running dry has about the share
-// it uses and the others' add up to the rest. A lessee's weight
-// (SetWeight, 1 unless set) is what its scheduler shares its part among:
-// its bulk flows (FQCoDel's weight), or their hosts under per-host
-// fairness, so the bulk flows (or hosts) of all workers share the rate as
-// those of one scheduler would, not each worker's alike. A busy lessee whose clock is past now
+// that steps first, or polls most often, take the whole rate while another
+// backlogged worker's flows wait at their limit. So workers lease through
+// a Lessee (NewLessee), which has a share clock: the time up to which it
+// has had its share of the rate. A lease moves the clock on by the lease's
+// time at the lessee's share: its weight over the weights of all lessees
+// that take a share, those busy (a queue waiting on the rate, from a lease
+// until Idle) and those idle whose clock is still ahead of now, so that a
+// lessee whose queue keeps running dry has about the share it uses and the
+// others' add up to the rest. A lessee's weight (SetWeight, 1 unless set)
+// is what its scheduler shares its part among: its bulk flows (FQCoDel's
+// weight), or their hosts under per-host fairness, so the bulk flows of
+// all workers share the rate as those of one scheduler would, not each
+// worker's alike (a host with flows on several workers counts once in
+// each). A weight is published at each lease: an idle lessee whose clock
+// is still ahead keeps its last one. A busy lessee whose clock is past now
 // is ahead of its share, and is refused while another busy lessee is
-// behind its own (that one's clock at or before now): the credit waits
-// for the lessee it is owed to, which takes it at its next run, through
-// the catch-up above if that comes late; a lessee refused this way
-// retries when its clock comes round (Lessee.Ready). Otherwise the
-// lessee takes the credit, so a share a busy lessee leaves unused goes
-// to the others, and a lease taken that way is not held against the
-// lessee later: its clock moves on from now, not from where it was. A
-// clock lags now by no more than its lessee's queue has waited, up to
-// CatchUp: a late lessee is owed what it could catch up on, and no share
-// for time it was idle. One that lags by more than twice CatchUp has not
-// run for CatchUp: it is not waited for. Fairness only refuses leases:
-// the rate, the bucket's tat and the bounds above are as they are. It
-// adds no lock: a lease reads each lessee's clock and busy flag (atomic
-// words on the lessee's own cache line) and writes its own.
+// behind its own (that one's clock at or before now): the credit waits for
+// the lessee it is owed to, which takes it at its next run, through the
+// catch-up above if that comes late; a lessee refused this way retries
+// when its clock comes round (Lessee.Ready). Otherwise the lessee takes
+// the credit, so a share a busy lessee leaves unused goes to the others,
+// and a lease taken that way is not held against the lessee later: its
+// clock moves on from now, not from where it was. A clock lags now by no
+// more than its lessee's queue has waited, up to CatchUp: a late lessee is
+// owed what it could catch up on, and no share for time it was idle. One
+// that lags by more than twice CatchUp has not run for CatchUp: it is not
+// waited for. Fairness only refuses leases: the rate, the bucket's tat and
+// the bounds above are as they are. It adds no lock: a lease reads each
+// lessee's clock and busy flag (atomic words on the lessee's own cache
+// line) and writes its own.
 //
 // The rate can change while workers lease (SetRate): a lease reads the
 // parameters once, through an atomic pointer.
@@ -323,12 +325,14 @@ func (l *Lessee) LeaseWaiting(now, need, since int64) (granted, retry int64) {
 	return amount, 0
 }
 
-// shareTime is how long d ns of rate lasts at a share of w/(others+w).
+// shareTime is how long d ns of rate lasts at a share of w/(others+w)
+// (in floating point: d*(others+w) may not fit in an int64 at a low rate
+// beside large weights).
 func shareTime(d, others, w int64) int64 {
 	if others == 0 {
 		return d
 	}
-	return d * (others + w) / w
+	return int64(float64(d) * float64(others+w) / float64(w))
 }
 
 // scan returns the weight of the lessees other than self that take a

@@ -2,8 +2,10 @@
 // CoDel per flow queue) and a rate limiter whose rate is shared by every
 // worker: a global token bucket from which workers lease credit in chunks
 // (see Bucket), each taking a share weighted by its bulk flows (or their
-// hosts), so the flows of all workers share the rate as one fq_codel's. It depends on nothing of pppfwd's but a Clock, and handles
-// packets through the Ops the caller provides.
+// hosts), so the flows of all workers share the rate as one fq_codel's
+// would (a host with flows on several workers counts in each). It depends
+// on nothing of pppfwd's but a Clock, and handles packets through the Ops
+// the caller provides.
 //
 // Behaviour follows Linux fq_codel (defaults, new/old flow lists, drop
 // batches from the fattest queue on overlimit) plus, from sch_cake, link

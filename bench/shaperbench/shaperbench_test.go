@@ -45,7 +45,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("result %+v", r)
 		}
 		// One FQ-CoDel shares the rate among the bulk flows alike.
-		if r.JainIndex < 0.99 || r.FlowMbitMin <= 0 || r.FlowMbitMax > 1.05*r.ShapedMbit/16 {
+		if r.JainIndex < 0.99 || r.FlowMbitMin <= 0 || r.FlowMbitMax > 1.05*r.ShapedMbit/float64(o.withDefaults().BulkFlows) {
 			t.Errorf("bulk flows %.3f-%.3f Mbit/s, Jain's index %.4f: not shared alike", r.FlowMbitMin, r.FlowMbitMax, r.JainIndex)
 		}
 	}

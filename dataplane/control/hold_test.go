@@ -259,7 +259,6 @@ func TestARPNeighborProbe(t *testing.T) {
 	lan.Inject(0, arpFrame(1, bcastMAC, hostMAC, hostIP, routerIP))
 	lan.Inject(0, arpFrame(1, bcastMAC, quietMAC, quiet, routerIP))
 	waitFor(t, "both learned", 5*time.Second, func() bool { return e.Neighbors().Len() == 2 && ctl.Stats().ARPReplies == 2 })
-	lan.Drain(0, func([]byte) {}) // the replies
 	// Both were last confirmed two minutes short of NeighborTTL ago.
 	ctl.arpMu.Lock()
 	ctl.v6.seen4[hostIP] = time.Now().Add(-(NeighborTTL - 2*time.Minute))
@@ -270,6 +269,9 @@ func TestARPNeighborProbe(t *testing.T) {
 	probes := map[uint32][6]byte{}
 	waitFor(t, "two probes", 5*time.Second, func() bool {
 		lan.Drain(0, func(b []byte) {
+			if hdr.Ethernet(b).Type() == hdr.EtherTypeARP && binary.BigEndian.Uint16(b[20:]) == 2 {
+				return // the answers to the hosts' requests, still on their way
+			}
 			if hdr.Ethernet(b).Type() != hdr.EtherTypeARP || binary.BigEndian.Uint16(b[20:]) != 1 {
 				t.Errorf("not an ARP request: %x", b)
 				return
@@ -279,13 +281,10 @@ func TestARPNeighborProbe(t *testing.T) {
 			}
 			probes[binary.BigEndian.Uint32(b[38:])] = [6]byte(b[0:6])
 		})
-		return len(probes) == 2
+		return len(probes) == 2 && ctl.Stats().NeighborProbes == 2
 	})
 	if probes[hostIP] != hostMAC || probes[quiet] != quietMAC {
 		t.Fatalf("probes went to %x, want each host's own MAC", probes)
-	}
-	if n := ctl.Stats().NeighborProbes; n != 2 {
-		t.Fatalf("neighbor_probes %d, want 2", n)
 	}
 	// The host answers; the quiet one does not.
 	lan.Inject(0, arpFrame(2, routerMAC, hostMAC, hostIP, routerIP))
@@ -302,4 +301,40 @@ func TestARPNeighborProbe(t *testing.T) {
 	if _, ok := e.Neighbors().Lookup(quiet); ok {
 		t.Fatal("a neighbour that did not answer was kept past NeighborTTL")
 	}
+}
+
+// TestNeighborProbeBatch: one sweep probes at most ProbeBatch neighbours
+// of a family; the others wait for a later sweep of their window.
+func TestNeighborProbeBatch(t *testing.T) {
+	lan, e, ctl := arpRig(t)
+	const n = ProbeBatch + 10
+	old := time.Now().Add(-(NeighborTTL - 2*time.Minute))
+	for i := range n {
+		e.SetNeighbor(ip4(192, 168, 1, byte(10+i)), [6]byte{0x02, 0, 0, 0, 1, byte(i)})
+	}
+	ctl.arpMu.Lock()
+	for i := range n {
+		markSeen(&ctl.v6.seen4, ip4(192, 168, 1, byte(10+i)), true)
+		ctl.v6.seen4[ip4(192, 168, 1, byte(10+i))] = old
+	}
+	ctl.arpMu.Unlock()
+	lan.Drain(0, func([]byte) {})
+	resetSweep(ctl)
+	ctl.sweepNeighbors(time.Now())
+	sent := 0
+	waitFor(t, "the probes", 5*time.Second, func() bool {
+		lan.Drain(0, func([]byte) { sent++ })
+		return sent >= ProbeBatch
+	})
+	time.Sleep(50 * time.Millisecond)
+	lan.Drain(0, func([]byte) { sent++ })
+	if sent != ProbeBatch || ctl.Stats().NeighborProbes != ProbeBatch {
+		t.Fatalf("%d probes sent (neighbor_probes %d), want %d of %d", sent, ctl.Stats().NeighborProbes, ProbeBatch, n)
+	}
+	resetSweep(ctl)
+	ctl.sweepNeighbors(time.Now().Add(time.Minute))
+	waitFor(t, "the next sweep's probes", 5*time.Second, func() bool {
+		lan.Drain(0, func([]byte) { sent++ })
+		return sent >= 2*ProbeBatch
+	})
 }

@@ -81,12 +81,18 @@ const (
 	// is there never has its traffic held for the lack of ARP from it,
 	// and one that is gone is dropped at NeighborTTL all the same.
 	NeighborProbe = 3 * time.Minute
+	// ProbeBatch bounds the probes of each family one sweep sends: hosts
+	// learned together reach the window together, and the LAN port's
+	// queue must not overflow with their probes (an entry not probed, or
+	// whose probe the port refused, is probed at a later sweep of its
+	// window).
+	ProbeBatch = 64
 )
 
 // Stats6 are the IPv6 control counters.
 type Stats6 struct {
 	NSReplies   uint64 `json:"ns_replies"`  // NAs sent for the router's addresses
-	NSSent      uint64 `json:"ns_sent"`     // NSs sent to resolve LAN hosts
+	NSSent      uint64 `json:"ns_sent"`     // NSs sent to resolve LAN hosts and to probe them (NeighborProbe)
 	Learned     uint64 `json:"learned"`     // IPv6 neighbours learned or moved
 	RASent      uint64 `json:"ra_sent"`     // router advertisements
 	RSReceived  uint64 `json:"rs_received"` // router solicitations
@@ -509,7 +515,7 @@ func (c *Control) sweepLocked(now time.Time) (probe4 []uint32, probe6 []hdr.Addr
 		case age > NeighborTTL || l6 == nil || !l6.Contains(&ip):
 			gone = append(gone, ip)
 			delete(c.v6.seen, ip)
-		case age > NeighborTTL-NeighborProbe:
+		case age > NeighborTTL-NeighborProbe && len(probe6) < ProbeBatch:
 			probe6 = append(probe6, ip)
 		}
 	}
@@ -519,7 +525,7 @@ func (c *Control) sweepLocked(now time.Time) (probe4 []uint32, probe6 []hdr.Addr
 		case age > NeighborTTL:
 			gone4 = append(gone4, ip)
 			delete(c.v6.seen4, ip)
-		case age > NeighborTTL-NeighborProbe:
+		case age > NeighborTTL-NeighborProbe && len(probe4) < ProbeBatch:
 			probe4 = append(probe4, ip)
 		}
 	}
