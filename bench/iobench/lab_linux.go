@@ -401,14 +401,21 @@ func Run(o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	kernelRound := func() (*Side, error) {
-		up, err := uplinks(flows, topo.RAMAC, fixedSize(o.Size))
-		if err != nil {
-			return nil, err
+	// primeKernel primes the kernel's forwarding on line t (set up with
+	// SetupKernel, public address pub), returning the frames each way.
+	primeKernel := func(t *Topo, pub uint32) (up, down [][]byte, err error) {
+		if up, err = uplinks(flows, t.RAMAC, fixedSize(o.Size)); err != nil {
+			return nil, nil, err
 		}
-		down, err := Prime(topo.A, topo.B, up, flows, CheckUpMasq(flows, pub), CheckDown(flows), time.Second, 3)
+		if down, err = Prime(t.A, t.B, up, flows, CheckUpMasq(flows, pub), CheckDown(flows), time.Second, 3); err != nil {
+			return nil, nil, fmt.Errorf("priming: %w", err)
+		}
+		return up, down, nil
+	}
+	kernelRound := func() (*Side, error) {
+		up, down, err := primeKernel(topo, pub)
 		if err != nil {
-			return nil, fmt.Errorf("kernel baseline: priming: %w", err)
+			return nil, fmt.Errorf("kernel baseline: %w", err)
 		}
 		s, err := measure(up, down, nohook, nil)
 		if err != nil {
@@ -592,13 +599,9 @@ func Run(o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		upK, err := uplinks(flows, topo2.RAMAC, fixedSize(o.Size))
+		upK, downK, err := primeKernel(topo2, pub2)
 		if err != nil {
-			return nil, err
-		}
-		downK, err := Prime(topo2.A, topo2.B, upK, flows, CheckUpMasq(flows, pub2), CheckDown(flows), time.Second, 3)
-		if err != nil {
-			return nil, fmt.Errorf("interleaved: the kernel's line: priming: %w", err)
+			return nil, fmt.Errorf("interleaved: the kernel's line: %w", err)
 		}
 		fw, upP, downP, err := startPPPFWD(false)
 		if err != nil {
