@@ -306,9 +306,7 @@ func (c *Control) fromLAN6(b []byte) bool {
 			// 7.2.4; Linux does): it confirms a neighbour known at the
 			// MAC it came from.
 			if old, ok := c.e.Neighbors6().Lookup(&m.Target); ok && old == m.SrcMAC {
-				c.arpMu.Lock()
-				markSeen(&c.v6.seen, m.Target, false)
-				c.arpMu.Unlock()
+				c.seenND(m.Target, false)
 			}
 			return c.cfg.Host == nil
 		}
@@ -370,9 +368,7 @@ func (c *Control) learn6(l6 *dataplane.LAN6, ip *hdr.Addr6, mac [6]byte, has, ab
 		known, learned = true, true
 	}
 	if known {
-		c.arpMu.Lock()
-		markSeen(&c.v6.seen, *ip, learned)
-		c.arpMu.Unlock()
+		c.seenND(*ip, learned)
 		if m, ok := c.e.Neighbors6().Lookup(ip); ok {
 			c.sendHeld6(*ip, m)
 		}
@@ -460,6 +456,14 @@ func (c *Control) seenARP(ip uint32, learned bool) {
 	c.arpMu.Unlock()
 }
 
+// seenND records that ND confirmed IPv6 neighbour ip (learned: the
+// control plane just learned or moved it).
+func (c *Control) seenND(ip hdr.Addr6, learned bool) {
+	c.arpMu.Lock()
+	markSeen(&c.v6.seen, ip, learned)
+	c.arpMu.Unlock()
+}
+
 // markSeen stamps a neighbour the control plane learned (learned), or
 // one it learned before (then in *m); entries set from outside are not in
 // *m and never age. arpMu held.
@@ -509,26 +513,8 @@ func (c *Control) sweepLocked(now time.Time) (probe4 []uint32, probe6 []hdr.Addr
 	}
 	c.v6.lastSweep = now
 	l6 := c.e.LAN6()
-	var gone []hdr.Addr6
-	for ip, t := range c.v6.seen {
-		switch age := now.Sub(t); {
-		case age > NeighborTTL || l6 == nil || !l6.Contains(&ip):
-			gone = append(gone, ip)
-			delete(c.v6.seen, ip)
-		case age > NeighborTTL-NeighborProbe && len(probe6) < ProbeBatch:
-			probe6 = append(probe6, ip)
-		}
-	}
-	var gone4 []uint32
-	for ip, t := range c.v6.seen4 {
-		switch age := now.Sub(t); {
-		case age > NeighborTTL:
-			gone4 = append(gone4, ip)
-			delete(c.v6.seen4, ip)
-		case age > NeighborTTL-NeighborProbe && len(probe4) < ProbeBatch:
-			probe4 = append(probe4, ip)
-		}
-	}
+	gone, probe6 := ageSeen(c.v6.seen, now, func(ip hdr.Addr6) bool { return l6 == nil || !l6.Contains(&ip) })
+	gone4, probe4 := ageSeen(c.v6.seen4, now, func(uint32) bool { return false })
 	if len(gone) > 0 {
 		c.e.DeleteNeighbors6(gone)
 	}
@@ -536,6 +522,23 @@ func (c *Control) sweepLocked(now time.Time) (probe4 []uint32, probe6 []hdr.Addr
 		c.e.DeleteNeighbors(gone4)
 	}
 	return probe4, probe6
+}
+
+// ageSeen deletes from seen the neighbours no ARP or ND confirmed for
+// NeighborTTL, and those drop names, returning them (gone), and returns
+// up to ProbeBatch of the others in the last NeighborProbe of their TTL
+// (probe).
+func ageSeen[K comparable](seen map[K]time.Time, now time.Time, drop func(K) bool) (gone, probe []K) {
+	for k, t := range seen {
+		switch age := now.Sub(t); {
+		case age > NeighborTTL || drop(k):
+			gone = append(gone, k)
+			delete(seen, k)
+		case age > NeighborTTL-NeighborProbe && len(probe) < ProbeBatch:
+			probe = append(probe, k)
+		}
+	}
+	return gone, probe
 }
 
 // sendHeld6 sends the frames held for ip, now that its MAC is known.
