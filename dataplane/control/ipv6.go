@@ -576,8 +576,9 @@ func (c *Control) fromWAN6(f *nic.Frame) bool {
 	if c.cfg.WAN6 == nil {
 		return false
 	}
-	c.cfg.WAN6(ip)
+	// Counted first: whoever receives the packet sees it counted.
 	c.v6.toWAN6.Add(1)
+	c.cfg.WAN6(ip)
 	return true
 }
 
